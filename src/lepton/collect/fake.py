@@ -1,0 +1,112 @@
+"""The test twin of a real backend: kernels are scripted, everything else is the real path.
+
+`FakeBackend` keeps a per-thread external-id stack exactly as CUPTI does (the runtime pushes and
+pops path ids into it), so `launch()` tags a kernel with the innermost pushed id, as a real launch
+would. Kernels are queued like activity records and delivered as one `KernelBatch` per `flush()`,
+through the same `KernelSink.ingest` a real backend uses. `emit()` hands over pre-built batches
+(benchmarks: a million kernels).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ..model.records import DeviceInfo, KernelBatch
+from .backend import Backend, register_backend
+
+# The H200 of the proton-3.6 fixtures, so fake profiles have the same device block.
+H200 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=3_201_000,
+                  bus_width_bits=6016)
+
+
+class FakeBackend(Backend):
+    name = "fake"
+    modes = ("", "pcsampling")
+    instances: list["FakeBackend"] = []
+
+    def __init__(self, mode: str = "", devices: dict[int, DeviceInfo] | None = None) -> None:
+        super().__init__(mode)
+        self.devices = {0: H200} if devices is None else devices
+        self._tls = threading.local()
+        self._queue: list[tuple] = []
+        self._queue_lock = threading.Lock()
+        self._correlation = 0
+        self.push_path = self._push
+        self.pop_path = self._pop
+        self.dropped = 0
+        FakeBackend.instances.append(self)
+
+    def _stack(self) -> list[int]:
+        s = getattr(self._tls, "stack", None)
+        if s is None:
+            s = self._tls.stack = []
+        return s
+
+    def _push(self, path_id: int) -> None:
+        self._stack().append(path_id)
+
+    def _pop(self) -> None:
+        self._stack().pop()
+
+    def ext_stack(self) -> list[int]:
+        """The calling thread's external-id stack (what CUPTI would hold), for tests."""
+        return list(self._stack())
+
+    def launch(self, name: str, duration_ns: int = 1000, *, device_id: int = 0, stream_id: int = 7,
+               start_ns: int | None = None, metrics: dict | None = None) -> int:
+        """Records one kernel launched now on the calling thread; returns its correlation id."""
+        stack = self._stack()
+        launch_ns = time.time_ns()
+        start = launch_ns + 1000 if start_ns is None else start_ns
+        with self._queue_lock:
+            self._correlation += 1
+            corr = self._correlation
+            self._queue.append((stack[-1] if stack else 0, name, start, start + duration_ns, launch_ns,
+                                device_id, stream_id, corr, metrics))
+        return corr
+
+    def drop(self, count: int) -> None:
+        """Simulates activity records lost to full buffers."""
+        self.dropped += count
+
+    def emit(self, batch: KernelBatch) -> None:
+        """Delivers a pre-built batch now (the bulk path of a real backend's buffer callback)."""
+        if self.sink is not None:
+            self.sink.ingest(batch)
+
+    def _do_flush(self) -> None:
+        with self._queue_lock:
+            queue, self._queue = self._queue, []
+        if self.dropped and self.sink is not None:
+            self.sink.report_dropped(self.dropped, "fake")
+            self.dropped = 0
+        if not queue or self.sink is None:
+            return
+        names = sorted({q[1] for q in queue})
+        index = {n: i for i, n in enumerate(names)}
+        cols = list(zip(*queue))
+        batch = KernelBatch.from_columns(
+            parent_path=cols[0], names=names, name_id=[index[n] for n in cols[1]], start_ns=cols[2],
+            end_ns=cols[3], launch_ns=cols[4], device_id=cols[5], stream_id=cols[6],
+            correlation_id=np.asarray(cols[7], dtype=np.int64))
+        batch.launch_metrics = {q[7]: q[8] for q in queue if q[8]}
+        self.sink.ingest(batch)
+
+    def _do_stop(self) -> None:
+        if self in FakeBackend.instances:
+            FakeBackend.instances.remove(self)
+
+    def device_info(self, device_id: int) -> DeviceInfo | None:
+        return self.devices.get(device_id)
+
+
+class CpuOnlyBackend(Backend):
+    """Used where no GPU is found: no kernels, CPU scopes and metrics only."""
+
+    name = "cpu"
+
+
+register_backend("fake", FakeBackend)
+register_backend("cpu", CpuOnlyBackend)

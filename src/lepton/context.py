@@ -1,0 +1,20 @@
+"""`lepton.context.depth`, as `triton.profiler.context`."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .collect.contexts import python_path
+from .runtime import RUNTIME
+
+
+def depth(session: Optional[int] = 0) -> Optional[int]:
+    """The calling thread's scope depth (shadow context) or Python stack depth (python context);
+    None when nothing is profiling."""
+    if not RUNTIME.live:
+        return None
+    s = RUNTIME.sessions.get(session) if session is not None else None
+    if s is not None and s.context == "python":
+        return len(RUNTIME.paths.names_of(python_path(RUNTIME.paths)))
+    if session is not None:
+        RUNTIME.session(session)
+    return RUNTIME.depth()

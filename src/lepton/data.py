@@ -1,0 +1,50 @@
+"""In-memory export and phases, as `triton.profiler.data`."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .errors import UsageError
+from .model.tree import TreeData
+from .runtime import RUNTIME
+from .writers import hatchet, hatchet_msgpack
+
+
+def _tree_profile(session: int, phase: int):
+    s = RUNTIME.session(session)
+    if s.data_kind != "tree":
+        raise UsageError("Only TreeData is supported for getData() for now")
+    if not isinstance(s.phases.get(phase), TreeData):
+        raise UsageError(f"Phase {phase} has no data.")
+    return RUNTIME.profile_of(s, phase)
+
+
+def get(session: Optional[int] = 0, phase: int = 0):
+    """The profile of one phase as the hatchet structure `[tree, device_info]` (not synchronised
+    with the device: call `deactivate(session, flushing=True)` first for complete data)."""
+    if session is None:
+        return None
+    return hatchet.to_literal(_tree_profile(session, phase))
+
+
+def get_msgpack(session: Optional[int] = 0, phase: int = 0) -> Optional[bytes]:
+    if session is None:
+        return None
+    return hatchet_msgpack.render(_tree_profile(session, phase))
+
+
+def advance_phase(session: Optional[int] = 0) -> Optional[int]:
+    """Starts a new phase; kernels launched from now on go into it. Returns its number."""
+    if session is None:
+        return None
+    return RUNTIME.session(session).advance_phase()
+
+
+def is_phase_complete(session: Optional[int] = 0, phase: int = 0) -> bool:
+    """True once every kernel of `phase` has been delivered (after a flush that ended it)."""
+    s = RUNTIME.session(session)
+    return s.complete_up_to >= phase
+
+
+def clear(session: Optional[int] = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
+    """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
+    RUNTIME.session(session).clear(phase, clear_up_to_phase)

@@ -1,0 +1,26 @@
+"""The exception types users can catch.
+
+Each also derives from the builtin exception Proton raises for the same mistake, so that code written
+for `triton.profiler` (`except ValueError`) keeps working.
+"""
+from __future__ import annotations
+
+
+class LeptonError(Exception):
+    """Base of every error Lepton raises on purpose."""
+
+
+class UsageError(LeptonError, ValueError):
+    """A wrong argument: an unknown backend, context, data or format name, an unbalanced scope."""
+
+
+class SessionNotFound(LeptonError, IndexError):
+    """A session id that was never started or is already finalized."""
+
+
+class MetricTypeError(LeptonError, ValueError):
+    """A metric reused with another type or vector length."""
+
+
+class BackendError(LeptonError, RuntimeError):
+    """The vendor library refused: another profiler holds CUPTI, a driver call failed."""

@@ -1,0 +1,127 @@
+"""Backend modes, as `triton.profiler.mode`: plain data whose `str()` is the mode string."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import List, Union
+
+
+class MetricType(Enum):
+    CYCLE = "cycle"
+
+
+class SamplingStrategy(Enum):
+    NONE = "none"
+    SELECTIVE = "selective"
+
+
+class Granularity(Enum):
+    CTA = "cta"
+    WARP = "warp"
+    WARP_2 = "warp_2"
+    WARP_4 = "warp_4"
+    WARP_8 = "warp_8"
+    WARP_GROUP = "warp_group"
+    WARP_GROUP_2 = "warp_group_2"
+    WARP_GROUP_4 = "warp_group_4"
+    WARP_GROUP_8 = "warp_group_8"
+
+
+class BufferStrategy(Enum):
+    CIRCULAR = "circular"
+    FLUSH = "flush"
+
+
+class BufferType(Enum):
+    SHARED = "shared"
+    GLOBAL = "global"
+
+
+class Optimize(Enum):
+    TIMESHIFT = "time_shift"
+    SCHED_STORES = "sched_stores"
+    SCHED_BARRIERS = "sched_barriers"
+    CLOCK32 = "clock32"
+
+
+metric_types = {"cycle": MetricType.CYCLE}
+sampling_strategies = {e.value: e for e in SamplingStrategy}
+granularities = {e.value: e for e in Granularity}
+buffer_strategies = {e.value: e for e in BufferStrategy}
+buffer_types = {e.value: e for e in BufferType}
+
+
+@dataclass(frozen=True)
+class BaseMode:
+    name: str
+
+
+@dataclass(frozen=True)
+class PCSampling(BaseMode):
+    name: str = "pcsampling"
+    interval: int = 1000
+
+    def __post_init__(self):
+        if self.interval <= 0:
+            raise ValueError("Interval must be a positive integer.")
+
+    def __str__(self) -> str:
+        return f"{self.name}:interval={self.interval}"
+
+
+def _enum(table: dict, value, what: str):
+    if isinstance(value, Enum):
+        return value
+    try:
+        return table[str(value).lower()]
+    except KeyError:
+        raise ValueError(f"Unknown {what}: {value}") from None
+
+
+@dataclass(frozen=True)
+class InstrumentationMode(BaseMode):
+    """Intra-kernel instrumentation options (strings are mapped to enums)."""
+
+    metric_type: Union[str, MetricType] = MetricType.CYCLE
+    sampling_strategy: Union[str, SamplingStrategy] = SamplingStrategy.NONE
+    sampling_options: str = ""
+    granularity: Union[str, Granularity] = Granularity.WARP
+    buffer_strategy: Union[str, BufferStrategy] = BufferStrategy.CIRCULAR
+    buffer_type: Union[str, BufferType] = BufferType.SHARED
+    buffer_size: int = 0
+    optimizations: Union[str, List[Optimize]] = field(default_factory=list)
+
+    def __post_init__(self):
+        s = object.__setattr__
+        s(self, "metric_type", _enum(metric_types, self.metric_type, "metric type"))
+        s(self, "sampling_strategy", _enum(sampling_strategies, self.sampling_strategy, "sampling strategy"))
+        s(self, "granularity", _enum(granularities, self.granularity, "granularity"))
+        s(self, "buffer_strategy", _enum(buffer_strategies, self.buffer_strategy, "buffer strategy"))
+        s(self, "buffer_type", _enum(buffer_types, self.buffer_type, "buffer type"))
+        opts = self.optimizations
+        if isinstance(opts, str):
+            opts = [o for o in opts.split(",") if o]
+        parsed = []
+        for o in opts:
+            try:
+                parsed.append(o if isinstance(o, Optimize) else Optimize(o))
+            except ValueError:
+                raise ValueError(f"Unknown optimization: {o}") from None
+        s(self, "optimizations", parsed)
+
+    def __str__(self) -> str:
+        opts = ",".join(o.value for o in self.optimizations)
+        return (f"{self.name}:metric_type={self.metric_type}:sampling_strategy={self.sampling_strategy}"
+                f":sampling_options={self.sampling_options}:granularity={self.granularity}"
+                f":buffer_strategy={self.buffer_strategy}:buffer_type={self.buffer_type}"
+                f":buffer_size={self.buffer_size}:optimizations={opts}")
+
+
+@dataclass(frozen=True)
+class Default(InstrumentationMode):
+    name: str = "default"
+
+
+@dataclass(frozen=True)
+class MMA(InstrumentationMode):
+    name: str = "mma"

@@ -1,0 +1,106 @@
+"""Flexible metrics: how a user's `{"name": value}` is named, typed and aggregated.
+
+Semantics are fields here (`MetricKind`), never suffixes: the `(exc)` / `(pty)` suffixes users write
+are parsed once by `parse_metric_name` and exist again only in the hatchet writer.
+
+Rules (Proton, `Data/Metric.h`): numbers are summed when a node receives a metric again, vectors are
+summed element-wise (lengths must match), property metrics are overwritten. A node keeps the type a
+metric first had; another type is an error with Proton's message.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from ..errors import MetricTypeError
+
+
+class MetricKind(enum.Enum):
+    INCLUSIVE = "inclusive"  # no suffix: the viewer sums it over subtrees
+    EXCLUSIVE = "exclusive"  # "(exc)": per node only
+    PROPERTY = "property"  # "(pty)": last value wins
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    kind: MetricKind
+
+
+ROOFLINE_FLOAT_KEYS = frozenset({"flops", "flops8", "flops16", "flops32", "flops64"})
+ROOFLINE_INT_KEYS = frozenset({"bytes"})
+CPU_TIME_METRIC = "cpu_time (ns)"
+
+# C++ type names in Proton's error messages.
+_TYPE_NAMES = {int: "int64_t", float: "double", (list, int): "std::vector<int64_t>",
+               (list, float): "std::vector<double>"}
+
+
+def parse_metric_name(raw: str) -> MetricSpec:
+    """`"a (pty)"` -> MetricSpec("a", PROPERTY); `"cpu_time (ns)(exc)"` -> ("cpu_time (ns)", EXCLUSIVE).
+    `(inc)` is not a suffix we strip (Proton keeps it in the name)."""
+    name = raw.strip()
+    kind = MetricKind.INCLUSIVE
+    if name.endswith("(exc)"):
+        name, kind = name[:-5].strip(), MetricKind.EXCLUSIVE
+    elif name.endswith("(pty)"):
+        name, kind = name[:-5].strip(), MetricKind.PROPERTY
+    return MetricSpec(name, kind)
+
+
+def to_python_value(value):
+    """Tensors and numpy values -> int, float or list; anything else is returned as is."""
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        numel = getattr(value, "numel", None)
+        if callable(numel) and numel() == 1 and getattr(value, "ndim", 1) == 0:
+            return value.item()
+        value = value.tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    return value
+
+
+def coerce_metric_value(name: str, value):
+    """Applies Proton's roofline coercions (`flops*` -> float, `bytes` -> int) and checks the type."""
+    value = to_python_value(value)
+    if isinstance(value, bool):
+        value = int(value)
+    if name in ROOFLINE_FLOAT_KEYS:
+        value = [float(v) for v in value] if isinstance(value, list) else float(value)
+    elif name in ROOFLINE_INT_KEYS:
+        value = [int(v) for v in value] if isinstance(value, list) else int(value)
+    if isinstance(value, list):
+        if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return value
+        if all(isinstance(v, (int, float)) for v in value):
+            return [float(v) for v in value]
+        raise TypeError(f"Metric {name!r}: a vector metric holds only numbers, got {value!r}")
+    if isinstance(value, (int, float)):
+        return value
+    raise TypeError(f"Metric {name!r} has unsupported type {type(value).__name__}: "
+                    "use int, float, a list of them, or a tensor")
+
+
+def type_name(value) -> str:
+    if isinstance(value, list):
+        elem = int if value and isinstance(value[0], int) else float
+        return _TYPE_NAMES[(list, elem)]
+    return _TYPE_NAMES[type(value)]
+
+
+def merge_metric(name: str, kind: MetricKind, current, new):
+    """The value a node holds after receiving `new` when it held `current` (None: nothing yet)."""
+    if current is None:
+        return list(new) if isinstance(new, list) else new
+    cur_t, new_t = type_name(current), type_name(new)
+    if cur_t != new_t:
+        raise MetricTypeError(
+            f"Metric value type mismatch for valueId 0 ({name}): current={cur_t}, new={new_t}")
+    if isinstance(new, list) and len(new) != len(current):
+        raise MetricTypeError(
+            f"Vector metric size mismatch for valueId 0 ({name}): current={len(current)}, new={len(new)}")
+    if kind is MetricKind.PROPERTY:
+        return list(new) if isinstance(new, list) else new
+    if isinstance(new, list):
+        return [a + b for a, b in zip(current, new)]
+    return current + new

@@ -1,0 +1,65 @@
+"""Call-path interning: every distinct path from ROOT gets one small integer id.
+
+A path id stands for a whole path (`ROOT/outer/inner`), not a leaf name, so that one integer pushed
+as a CUPTI external correlation id identifies exactly where a kernel was launched. Path ids are
+process-global and shared by every session; each session keeps its metrics keyed by path id.
+
+Interning is lock-free for paths already seen (a dict read is atomic under the GIL) and takes a lock
+only to create a new path, which happens once per distinct call path.
+"""
+from __future__ import annotations
+
+import threading
+
+ROOT = 0
+ROOT_NAME = "ROOT"
+
+
+class PathTable:
+    """Append-only table of call paths: id -> (parent id, name)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[int, str], int] = {}
+        self.parent: list[int] = [-1]
+        self.name: list[str] = [ROOT_NAME]
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def child(self, parent: int, name: str) -> int:
+        """The id of `parent/name`, created on first use. Safe from any thread."""
+        key = (parent, name)
+        pid = self._ids.get(key)
+        if pid is not None:
+            return pid
+        with self._lock:
+            pid = self._ids.get(key)
+            if pid is None:
+                pid = len(self.name)
+                # Append before publishing the id, so that a reader who sees the id sees the entry.
+                self.parent.append(parent)
+                self.name.append(name)
+                self._ids[key] = pid
+        return pid
+
+    def extend(self, parent: int, names) -> int:
+        """The id of `parent/names[0]/names[1]/...`."""
+        for n in names:
+            parent = self.child(parent, n)
+        return parent
+
+    def names_of(self, pid: int) -> list[str]:
+        """The names from below ROOT down to `pid` (ROOT itself excluded)."""
+        out = []
+        while pid > ROOT:
+            out.append(self.name[pid])
+            pid = self.parent[pid]
+        out.reverse()
+        return out
+
+    def ancestors(self, pid: int):
+        """`pid` and every ancestor up to, not including, ROOT."""
+        while pid > ROOT:
+            yield pid
+            pid = self.parent[pid]

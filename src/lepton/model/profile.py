@@ -1,0 +1,18 @@
+"""What a writer receives: one phase of one session, with the device table it refers to."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .paths import PathTable
+from .records import DeviceInfo
+from .trace import TraceData
+from .tree import TreeData
+
+
+@dataclass
+class Profile:
+    paths: PathTable
+    data: TreeData | TraceData
+    # device_type -> device_id -> properties; only devices that ran a kernel are written.
+    devices: dict[str, dict[int, DeviceInfo]] = field(default_factory=dict)
+    dropped_records: int = 0

@@ -1,0 +1,85 @@
+"""Flat, backend-neutral records: what every backend hands to the profiler.
+
+A backend never builds tree nodes itself. It delivers kernels in bulk, as a `KernelBatch` of numpy
+columns, to a `KernelSink` (the profiler runtime), which attributes them to sessions and aggregates
+them. Keeping the records columnar lets a million kernels cost one `np.unique` and a few
+`np.bincount` calls instead of a million Python objects.
+
+Clock: every timestamp (`start_ns`, `end_ns`, `launch_ns`) is in the `time.time_ns()` domain
+(nanoseconds since the Unix epoch). A backend whose device clock differs converts before delivery,
+so that CPU scopes, session (de)activations and kernels share one time line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+UNKNOWN_LAUNCH_NS = -1
+"""`launch_ns` value meaning "launch time unknown": the kernel goes to the sessions active when it is
+delivered."""
+
+
+@dataclass
+class KernelBatch:
+    """Kernels completed on the device, one row per kernel invocation.
+
+    `parent_path[i]` is the call-path id (see `model.paths.PathTable`) of the node the kernel lands
+    under; 0 is ROOT. The kernel's own node is the child named `names[name_id[i]]`.
+    """
+
+    parent_path: np.ndarray  # int64
+    name_id: np.ndarray  # int32 index into `names`
+    names: list[str]
+    start_ns: np.ndarray  # int64, GPU start
+    end_ns: np.ndarray  # int64, GPU end
+    launch_ns: np.ndarray  # int64, CPU time of the launch call (UNKNOWN_LAUNCH_NS if unknown)
+    device_id: np.ndarray  # int32
+    stream_id: np.ndarray  # int32
+    correlation_id: np.ndarray | None = None  # int64, the driver's launch correlation id
+    device_type: str = "CUDA"
+    # Flexible metrics of single launches (launch metadata): correlation id -> {name: value}.
+    launch_metrics: dict[int, dict[str, object]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    @classmethod
+    def from_columns(cls, *, parent_path, names, name_id, start_ns, end_ns, launch_ns=None,
+                     device_id=0, stream_id=0, correlation_id=None, device_type="CUDA") -> KernelBatch:
+        """Builds a batch from sequences or scalars (scalars are broadcast)."""
+        n = len(start_ns)
+
+        def col(v, dtype):
+            a = np.asarray(v, dtype=dtype)
+            return np.full(n, a, dtype=dtype) if a.ndim == 0 else a
+
+        return cls(
+            parent_path=col(parent_path, np.int64), name_id=col(name_id, np.int32), names=list(names),
+            start_ns=col(start_ns, np.int64), end_ns=col(end_ns, np.int64),
+            launch_ns=col(UNKNOWN_LAUNCH_NS if launch_ns is None else launch_ns, np.int64),
+            device_id=col(device_id, np.int32), stream_id=col(stream_id, np.int32),
+            correlation_id=None if correlation_id is None else col(correlation_id, np.int64),
+            device_type=device_type,
+        )
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the viewer needs to compute a device's peak FLOP/s and bytes/s."""
+
+    arch: str  # "90" on CUDA (major*10+minor), "gfx942" on AMD
+    num_sms: int
+    clock_rate_khz: int
+    memory_clock_rate_khz: int
+    bus_width_bits: int
+
+
+class KernelSink(Protocol):
+    """The receiver of a backend's records: the profiler runtime. Thread-safe; may be called from
+    a backend's own thread (CUPTI's buffer-completion thread)."""
+
+    def ingest(self, batch: KernelBatch) -> None: ...
+
+    def report_dropped(self, count: int, reason: str) -> None: ...

@@ -1,0 +1,112 @@
+"""A session's calling-context tree, aggregated online and keyed by call-path id.
+
+Memory grows with the number of distinct call paths, never with the number of kernels: a kernel
+invocation only adds to the `KernelStats` of its path. The nested tree that files show is built
+from this by the pure function `build_tree`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .metrics import MetricKind, MetricSpec, coerce_metric_value, merge_metric, parse_metric_name
+from .paths import ROOT, PathTable
+
+
+@dataclass
+class KernelStats:
+    time_ns: int = 0
+    count: int = 0
+    device_id: int = 0
+    device_type: str = "CUDA"
+
+
+class TreeData:
+    """One phase of one session's profile. Not thread-safe: the owning session locks."""
+
+    def __init__(self) -> None:
+        self.scopes: set[int] = set()  # paths of scopes entered while the session was active
+        self.kernels: dict[int, KernelStats] = {}
+        self.metrics: dict[int, dict[str, object]] = {}
+        self.specs: dict[str, MetricSpec] = {}
+
+    def add_metrics(self, pid: int, metrics: dict[str, object]) -> None:
+        """Adds user metrics to the node `pid` with Proton's rules (sum, property, type checks)."""
+        node = self.metrics.setdefault(pid, {})
+        for raw, value in metrics.items():
+            spec = parse_metric_name(raw)
+            value = coerce_metric_value(spec.name, value)
+            known = self.specs.get(spec.name)
+            if known is None or (known.kind is MetricKind.INCLUSIVE and spec.kind is not known.kind):
+                self.specs[spec.name] = known = spec
+            node[spec.name] = merge_metric(spec.name, spec.kind, node.get(spec.name), value)
+
+    def add_kernels(self, pids, time_ns, counts, device_ids, device_type: str) -> None:
+        """Adds per-path sums (sequences of equal length, one entry per distinct kernel path)."""
+        kernels = self.kernels
+        for pid, t, c, d in zip(pids, time_ns, counts, device_ids):
+            if c == 0:
+                continue
+            ks = kernels.get(pid)
+            if ks is None:
+                kernels[pid] = KernelStats(int(t), int(c), int(d), device_type)
+            else:
+                ks.time_ns += int(t)
+                ks.count += int(c)
+                ks.device_id = int(d)
+                ks.device_type = device_type
+
+    def is_empty(self) -> bool:
+        return not (self.scopes or self.kernels or self.metrics)
+
+
+@dataclass
+class Node:
+    """A node of the built tree. `kernel` is set on kernel nodes; `metrics` holds user metrics."""
+
+    name: str
+    pid: int
+    children: dict[str, "Node"] = field(default_factory=dict)
+    kernel: KernelStats | None = None
+    metrics: dict[str, object] = field(default_factory=dict)
+
+    def walk(self):
+        yield self
+        for c in self.children.values():
+            yield from c.walk()
+
+    def total_kernel_time_ns(self) -> int:
+        return sum(n.kernel.time_ns for n in self.walk() if n.kernel is not None)
+
+    def self_check(self) -> None:
+        """Asserts the invariants every built tree has: unique child names, no kernel on ROOT,
+        and inclusive kernel time = own + children."""
+        for name, child in self.children.items():
+            assert child.name == name, (child.name, name)
+            child.self_check()
+        own = self.kernel.time_ns if self.kernel else 0
+        assert self.total_kernel_time_ns() == own + sum(c.total_kernel_time_ns()
+                                                        for c in self.children.values())
+
+
+def build_tree(paths: PathTable, data: TreeData) -> Node:
+    """The nested tree of `data`: every path it mentions, with all ancestors, under ROOT."""
+    root = Node(paths.name[ROOT], ROOT)
+    nodes = {ROOT: root}
+
+    def node_of(pid: int) -> Node:
+        n = nodes.get(pid)
+        if n is None:
+            parent = node_of(paths.parent[pid])
+            n = parent.children.get(paths.name[pid])
+            if n is None:
+                n = parent.children[paths.name[pid]] = Node(paths.name[pid], pid)
+            nodes[pid] = n
+        return n
+
+    for pid in data.scopes:
+        node_of(pid)
+    for pid, ks in data.kernels.items():
+        node_of(pid).kernel = ks
+    for pid, metrics in data.metrics.items():
+        node_of(pid).metrics.update(metrics)
+    return root

@@ -1,0 +1,360 @@
+"""The process-wide profiler: the session registry and the scope machinery every API call uses.
+
+Thread safety: registry changes (start, activate, finalize, ...) hold `_lock`. The scope hot path
+takes no lock: it reads `active`, `pushers` and friends, which registry changes replace as whole
+tuples (an atomic store under the GIL), and it interns paths through `PathTable`, which is
+lock-free for paths already seen.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+
+from .collect.backend import Backend, backend_factory, backend_names
+from .collect.contexts import ShadowStacks, python_path
+from .errors import SessionNotFound, UsageError
+from .model.aggregate import kernel_paths
+from .model.paths import ROOT, PathTable
+from .model.profile import Profile
+from .model.records import KernelBatch
+from .model.trace import ScopeEvent
+from .session import CONTEXTS, DATA_KINDS, Session
+from . import writers
+
+
+class _BackendSink:
+    """What one backend sees of the runtime (`KernelSink`): called from the backend's thread."""
+
+    def __init__(self, runtime: "Runtime", backend: Backend) -> None:
+        self.runtime = runtime
+        self.backend = backend
+        self.paths = runtime.paths
+
+    def ingest(self, batch: KernelBatch) -> None:
+        self.runtime.ingest(self.backend, batch)
+
+    def report_dropped(self, count: int, reason: str) -> None:
+        self.runtime.report_dropped(self.backend, count, reason)
+
+
+class Runtime:
+    def __init__(self) -> None:
+        self.paths = PathTable()
+        self.shadow = ShadowStacks(self.paths)
+        self.sessions: dict[int, Session] = {}
+        self.backends: dict[str, Backend] = {}
+        self.next_id = 0
+        self.cli_session: int | None = None
+        # Hot-path views, replaced whole on every registry change.
+        self.live = False
+        self.active: tuple[Session, ...] = ()
+        self.tracing: tuple[Session, ...] = ()
+        self.python_sessions: tuple[Session, ...] = ()
+        self.pushers: tuple = ()
+        self.poppers: tuple = ()
+        self.scope_ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self._warned: set[str] = set()
+
+    # -- registry -----------------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        live = list(self.sessions.values())
+        active = tuple(s for s in live if s.active)
+        started = [b for b in self.backends.values() if b.started]
+        self.active = active
+        self.tracing = tuple(s for s in active if s.data_kind == "trace")
+        self.python_sessions = tuple(s for s in active if s.context == "python")
+        self.pushers = tuple(b.push_path for b in started if b.push_path is not None)
+        self.poppers = tuple(b.pop_path for b in started if b.pop_path is not None)
+        self.live = bool(live)
+
+    def session(self, sid: int) -> Session:
+        s = self.sessions.get(sid)
+        if s is None:
+            raise SessionNotFound(f"Session has not been initialized: {sid}")
+        return s
+
+    def warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            print(message, file=sys.stderr)
+
+    def _backend(self, name: str, mode: str) -> Backend:
+        backend = self.backends.get(name)
+        if backend is not None:
+            if backend.mode != mode:
+                raise UsageError("Cannot add a session with the same profiler but a different mode than "
+                                 f"existing sessions (backend {name!r} runs mode {backend.mode!r}, "
+                                 f"asked for {mode!r}); finalize those sessions first")
+            return backend
+        factory = backend_factory(name)
+        if factory is None:
+            raise UsageError(f"Unknown profiler: {name} (available: {', '.join(backend_names())})")
+        backend = factory(mode)
+        self.backends[name] = backend
+        return backend
+
+    def start(self, path: str, context: str, data: str, backend_name: str, mode: str, hook=None) -> int:
+        context, data = context.lower(), data.lower()
+        if context not in CONTEXTS:
+            raise UsageError(f"Unknown context source: {context} (use one of: {', '.join(CONTEXTS)})")
+        if data not in DATA_KINDS:
+            raise UsageError(f"Unknown data: {data} (use one of: {', '.join(DATA_KINDS)})")
+        with self._lock:
+            for s in self.sessions.values():
+                if s.path == path:
+                    self.activate(s.id)
+                    return s.id
+            backend = self._backend(backend_name.lower(), mode)
+            if not self.sessions:
+                self.shadow.set_main_thread()
+            sid = self.next_id
+            self.next_id += 1
+            session = Session(sid, path, context, data, backend, hook)
+            self.sessions[sid] = session
+            try:
+                backend.start(_BackendSink(self, backend))
+            except BaseException:
+                del self.sessions[sid]
+                if not any(s.backend is backend for s in self.sessions.values()):
+                    self.backends.pop(backend.name, None)
+                self._refresh()
+                raise
+            session.set_active(True)
+            self._refresh()
+            self._sync_current_thread()
+            return sid
+
+    def _sync_current_thread(self) -> None:
+        """A backend just started: push the calling thread's open scope, if any, so that kernels
+        launched inside scopes entered before `start()` land under them."""
+        t = self.shadow.thread()
+        if self.pushers and len(t.stack) > 1 and not t.pushed:
+            eff = self.shadow.effective(t, t.stack[-1])
+            for push in self.pushers:
+                push(eff)
+            t.pushed.append(eff)
+
+    def sessions_for(self, sid: int | None) -> list[Session]:
+        return list(self.sessions.values()) if sid is None else [self.session(sid)]
+
+    def activate(self, sid: int | None) -> None:
+        with self._lock:
+            for s in self.sessions_for(sid):
+                s.set_active(True)
+            self._refresh()
+
+    def deactivate(self, sid: int | None, flushing: bool) -> None:
+        with self._lock:
+            sessions = self.sessions_for(sid)
+            if flushing:
+                self._flush(sessions)
+            for s in sessions:
+                s.set_active(False)
+            self._refresh()
+
+    def _flush(self, sessions: list[Session]) -> None:
+        for b in {id(s.backend): s.backend for s in sessions}.values():
+            b.flush()
+        for s in sessions:
+            s.mark_flushed()
+
+    def finalize(self, sid: int | None, fmt: str) -> list[str]:
+        """Flushes, writes and removes the sessions; returns the files written."""
+        with self._lock:
+            sessions = self.sessions_for(sid)
+            if sid is None and self.cli_session is not None:
+                sessions = [s for s in sessions if s.id != self.cli_session]
+            for s in sessions:
+                s.check_format(fmt)
+            self._flush(sessions)
+            written = []
+            try:
+                for s in sessions:
+                    written += self.write(s, fmt)
+            finally:
+                for s in sessions:
+                    s.set_active(False)
+                    del self.sessions[s.id]
+                self._release_backends()
+                if not self.sessions:
+                    self._pop_current_thread()
+                    self.shadow.reset()
+                self._refresh()
+            return written
+
+    def _pop_current_thread(self) -> None:
+        t = self.shadow.thread()
+        for _ in t.pushed:
+            for pop in self.poppers:
+                pop()
+        t.pushed.clear()
+
+    def _release_backends(self) -> None:
+        used = {id(s.backend) for s in self.sessions.values()}
+        for name, b in list(self.backends.items()):
+            if id(b) not in used:
+                b.stop()
+                del self.backends[name]
+
+    def profile_of(self, session: Session, phase: int) -> Profile:
+        data = session.phases.get(phase)
+        if data is None:
+            raise UsageError(f"Phase {phase} has no data.")
+        devices = {}
+        backend = session.backend
+        for did in self._device_ids(data):
+            info = backend.device_info(did)
+            if info is not None:
+                devices.setdefault(backend.device_type, {})[did] = info
+        return Profile(self.paths, data, devices, session.dropped_records)
+
+    @staticmethod
+    def _device_ids(data) -> set[int]:
+        if hasattr(data, "kernels") and isinstance(data.kernels, dict):
+            return {k.device_id for k in data.kernels.values()}
+        return set(data.kernels()["device_id"].tolist())
+
+    def write(self, session: Session, fmt: str) -> list[str]:
+        fmt = session.check_format(fmt)
+        out = []
+        for phase in sorted(session.phases):
+            suffix = "" if session.phase == 0 else f".part_{phase}"
+            out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+        return out
+
+    # -- kernels --------------------------------------------------------------------------------------
+    def ingest(self, backend: Backend, batch: KernelBatch) -> None:
+        """Attributes a batch to every session of `backend`. Called from the backend's thread."""
+        sessions = [s for s in list(self.sessions.values()) if s.backend is backend]
+        if not sessions or not len(batch):
+            return
+        pids, inverse = kernel_paths(self.paths, batch)
+        for s in sessions:
+            s.ingest(batch, pids, inverse)
+
+    def report_dropped(self, backend: Backend, count: int, reason: str) -> None:
+        if count <= 0:
+            return
+        for s in list(self.sessions.values()):
+            if s.backend is backend:
+                s.dropped_records += count
+        print(f"lepton: warning: {count} {reason} activity records were dropped (buffers full); "
+              "the profile is missing them and says so in its metadata", file=sys.stderr)
+
+    # -- scopes (hot path) -----------------------------------------------------------------------------
+    def enter(self, name: str) -> int:
+        """Pushes scope `name` on the calling thread; returns its stack path id."""
+        t = self.shadow._local
+        try:
+            stack = t.stack
+        except AttributeError:
+            t = self.shadow.thread()
+            stack = t.stack
+            if len(stack) > 1:
+                for b in self.backends.values():
+                    if b.started:
+                        b.on_thread_stack_inherited(self.shadow.effective(t, stack[-1]))
+                t.pushed.append(self.shadow.effective(t, stack[-1]))
+        pid = self.paths.child(stack[-1], name)
+        stack.append(pid)
+        eff = pid if t.state is None else self.paths.extend(pid, t.state)
+        for s in self.active:
+            s.current.scopes.add(eff) if s.data_kind == "tree" else None
+        if self.pushers:
+            for push in self.pushers:
+                push(eff)
+            t.pushed.append(eff)
+        return pid
+
+    def exit(self, pid: int | None, name: str | None = None) -> int:
+        """Pops the innermost scope of the calling thread, checking it is `pid` when given."""
+        t = self.shadow.thread()
+        stack = t.stack
+        if len(stack) == 1:
+            raise UsageError(f"Context stack is empty: exiting scope {name!r} that is not open on "
+                             "this thread")
+        if pid is not None and stack[-1] != pid:
+            raise UsageError(f"Context stack is not balanced: exiting {name!r} while "
+                             f"{self.paths.name[stack[-1]]!r} is the innermost open scope")
+        popped = stack.pop()
+        pushed = t.pushed
+        if pushed:
+            pushed.pop()
+            for pop in self.poppers:
+                pop()
+            # Common case: the parent's entry is already on top of the backend's stack.
+            if t.state is None and pushed and pushed[-1] == stack[-1] and len(pushed) == len(stack) - 1:
+                return popped
+        self._sync_backend_stack(t)
+        return popped
+
+    def _sync_backend_stack(self, t) -> None:
+        """Makes the backend's external-id stack for this thread end with the thread's effective
+        path (after a pop or a state change): one entry per open scope, or a single entry for a
+        state set outside every scope."""
+        if not self.pushers:
+            return
+        depth = len(t.stack) - 1
+        want = self.shadow.effective(t, t.stack[-1])
+        target = depth if depth else (1 if want != ROOT else 0)
+        pushed = t.pushed
+        while len(pushed) > target:
+            pushed.pop()
+            for pop in self.poppers:
+                pop()
+        if target and (not pushed or pushed[-1] != want):
+            if len(pushed) == target:
+                pushed.pop()
+                for pop in self.poppers:
+                    pop()
+            for push in self.pushers:
+                push(want)
+            pushed.append(want)
+
+    def effective(self, pid: int) -> int:
+        return self.shadow.effective(self.shadow.thread(), pid)
+
+    def add_metrics(self, pid: int, metrics: dict) -> None:
+        """Adds user metrics to the scope `pid` (stack path) in every active session."""
+        active = self.active
+        if not active:
+            return
+        eff = self.effective(pid)
+        py = python_path(self.paths) if self.python_sessions else None
+        for s in active:
+            s.add_metrics(py if s.context == "python" else eff, metrics)
+
+    def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
+                           metrics: dict | None) -> None:
+        t = self.shadow.thread()
+        eff = self.shadow.effective(t, pid)
+        for s in self.tracing:
+            s.add_scope_event(ScopeEvent(eff, start_ns, end_ns, t.lane, scope_id, metrics))
+
+    # -- states ----------------------------------------------------------------------------------------
+    def set_state(self, names: tuple[str, ...] | None) -> None:
+        """Sets (or clears, with None) the calling thread's state slot. Not a stack: Proton's
+        semantics, where an inner state overwrites the outer and exiting clears the slot."""
+        if not self.live:
+            return
+        t = self.shadow.thread()
+        t.state = names
+        self._sync_backend_stack(t)
+
+    def depth(self) -> int:
+        return len(self.shadow.thread().stack) - 1
+
+
+RUNTIME = Runtime()
+
+
+def current_path() -> int:
+    """The calling thread's current call-path id (scopes and state), for backends' callbacks."""
+    return RUNTIME.shadow.current()
+
+
+def now_ns() -> int:
+    return time.time_ns()

@@ -1,0 +1,127 @@
+"""Scopes: named regions of the program that kernels and metrics are attributed to.
+
+`scope` is the hot path of the whole profiler (users wrap every step in one), so it does the least
+possible: a no-op when nothing is profiling, one path lookup, one push and one pop per backend.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from typing import Any, Optional
+
+from .errors import UsageError
+from .model.metrics import CPU_TIME_METRIC
+from .runtime import RUNTIME
+
+_rt = RUNTIME
+
+
+class scope:
+    """Context manager and decorator: `with scope("name", {"bytes": 1024}): ...`."""
+
+    __slots__ = ("name", "metrics", "_pid", "_t0", "_sid")
+
+    def __init__(self, name: str, metrics: Optional[dict[str, Any]] = None) -> None:
+        self.name = name
+        self.metrics = metrics
+        self._pid = -1
+
+    def __enter__(self):
+        rt = _rt
+        if not rt.live:
+            self._pid = -1
+            return self
+        pid = self._pid = rt.enter(self.name)
+        if self.metrics:
+            rt.add_metrics(pid, self.metrics)
+        if rt.tracing:
+            self._sid = next(rt.scope_ids)
+            self._t0 = time.time_ns()
+        else:
+            self._t0 = 0
+        return self
+
+    def _before_exit(self) -> None:
+        """Hook for subclasses: runs before the scope is popped."""
+
+    def __exit__(self, *exc) -> None:
+        pid = self._pid
+        if pid < 0:
+            return
+        rt = _rt
+        self._before_exit()
+        self._pid = -1
+        if self._t0 and rt.tracing:
+            rt.record_scope_event(pid, self._t0, time.time_ns(), self._sid, self.metrics)
+        if rt.live:
+            rt.exit(pid, self.name)
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with type(self)(self.name, self.metrics):
+                return func(*args, **kwargs)
+
+        return wrapper
+
+
+class cpu_timed_scope(scope):
+    """A scope that also records its host wall time as the metric `cpu_time (ns)` (per node,
+    summed over repeats; nested timed scopes each keep their own time)."""
+
+    __slots__ = ("_cpu_t0",)
+
+    def __init__(self, name: str, metrics: Optional[dict[str, Any]] = None) -> None:
+        if metrics and "cpu_time" in metrics:
+            raise ValueError("The metric name 'cpu_time' is reserved.")
+        super().__init__(name, metrics)
+
+    def __enter__(self):
+        super().__enter__()
+        self._cpu_t0 = time.perf_counter_ns()
+        return self
+
+    def _before_exit(self) -> None:
+        _rt.add_metrics(self._pid, {CPU_TIME_METRIC + "(exc)": time.perf_counter_ns() - self._cpu_t0})
+
+
+_open = threading.local()
+
+
+def _open_scopes() -> list:
+    s = getattr(_open, "scopes", None)
+    if s is None:
+        s = _open.scopes = []
+    return s
+
+
+def enter_scope(name: str, *, metrics: Optional[dict] = None) -> Optional[int]:
+    """Opens a scope without a `with` block; returns its id (None when nothing is profiling)."""
+    if not _rt.live:
+        return None
+    sc = scope(name, metrics)
+    sc.__enter__()
+    sid = getattr(sc, "_sid", None) or next(_rt.scope_ids)
+    _open_scopes().append((sid, name, sc))
+    return sid
+
+
+def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None) -> Optional[int]:
+    """Closes the innermost scope opened by `enter_scope` on this thread. A `name` that does not
+    match it is an error; `metrics` are added to the scope before it closes."""
+    stack = _open_scopes()
+    if not stack:
+        if not _rt.live:
+            return None
+        raise UsageError(f"exit_scope({name!r}) without a matching enter_scope on this thread")
+    sid, open_name, sc = stack[-1]
+    if name is not None and name != open_name:
+        raise ValueError(f"Scope name mismatch: {name} != {open_name}")
+    stack.pop()
+    if metrics and sc._pid >= 0 and _rt.live:
+        _rt.add_metrics(sc._pid, metrics)
+        if sc._t0:
+            sc.metrics = {**(sc.metrics or {}), **metrics}
+    sc.__exit__(None, None, None)
+    return sid

@@ -1,0 +1,152 @@
+"""Sessions: one backend + one context source + one data sink, and the time line of their state.
+
+A session decides which kernels are its own by their launch time: every activate, deactivate and
+phase change appends `(time_ns, active, phase)` to its time line, and a batch of kernels is split by
+`np.searchsorted` of their launch times into it. So attribution is exact even though records arrive
+later, in bulk, on another thread.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from .errors import UsageError
+from .model.aggregate import sum_by_group
+from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch
+from .model.trace import ScopeEvent, TraceData
+from .model.tree import TreeData
+
+CONTEXTS = ("shadow", "python")
+DATA_KINDS = ("tree", "trace")
+FORMATS = {"tree": ("hatchet", "hatchet_msgpack"), "trace": ("chrome_trace",)}
+
+
+class Session:
+    """One profile being recorded. Thread-safe: `_lock` guards the data and the time line."""
+
+    def __init__(self, sid: int, path: str, context: str, data: str, backend, hook=None) -> None:
+        self.id = sid
+        self.path = path
+        self.context = context
+        self.data_kind = data
+        self.backend = backend
+        self.hook = hook
+        self.active = False
+        self.phase = 0
+        self.complete_up_to = -1
+        self.phases: dict[int, TreeData | TraceData] = {0: self._new_data()}
+        self.dropped_records = 0
+        self._times: list[int] = []
+        self._active_log: list[bool] = []
+        self._phase_log: list[int] = []
+        self._lock = threading.Lock()
+
+    def _new_data(self):
+        return TreeData() if self.data_kind == "tree" else TraceData()
+
+    @property
+    def current(self):
+        return self.phases[self.phase]
+
+    # -- time line ----------------------------------------------------------------------------------
+    def _log(self) -> None:
+        self._times.append(time.time_ns())
+        self._active_log.append(self.active)
+        self._phase_log.append(self.phase)
+
+    def set_active(self, active: bool) -> None:
+        with self._lock:
+            if self.active != active:
+                self.active = active
+                self._log()
+
+    def advance_phase(self) -> int:
+        with self._lock:
+            self.phase += 1
+            self.phases[self.phase] = self._new_data()
+            self._log()
+            return self.phase
+
+    def mark_flushed(self) -> None:
+        """Every phase before the current one is complete once the backend has flushed."""
+        with self._lock:
+            self.complete_up_to = max(self.complete_up_to, self.phase - 1)
+
+    def clear(self, phase: int, up_to: bool) -> None:
+        with self._lock:
+            for p in list(self.phases):
+                if p == phase or (up_to and p <= phase):
+                    del self.phases[p]
+            if self.phase not in self.phases:
+                self.phases[self.phase] = self._new_data()
+
+    # -- CPU-side data ------------------------------------------------------------------------------
+    def add_metrics(self, pid: int, metrics: dict) -> None:
+        with self._lock:
+            data = self.current
+            if isinstance(data, TreeData):
+                data.add_metrics(pid, metrics)
+
+    def add_scope_event(self, event: ScopeEvent) -> None:
+        with self._lock:
+            data = self.current
+            if isinstance(data, TraceData):
+                data.scopes.append(event)
+
+    # -- kernels (called from the backend's thread) ---------------------------------------------------
+    def _launch_state(self, launch_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per kernel: was this session active at its launch, and in which phase."""
+        times = np.asarray(self._times, dtype=np.int64)
+        idx = np.searchsorted(times, launch_ns, side="right") - 1
+        idx[launch_ns == UNKNOWN_LAUNCH_NS] = len(times) - 1
+        known = idx >= 0
+        idx[~known] = 0
+        active = np.asarray(self._active_log, dtype=bool)[idx] & known
+        phase = np.asarray(self._phase_log, dtype=np.int64)[idx]
+        return active, phase
+
+    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray, inverse: np.ndarray) -> None:
+        with self._lock:
+            if not self._times:
+                return
+            active, phase = self._launch_state(batch.launch_ns)
+            if not active.any():
+                return
+            durations = batch.end_ns - batch.start_ns
+            for ph in np.unique(phase[active]).tolist():
+                data = self.phases.get(ph)
+                if data is None:  # cleared by the user
+                    continue
+                sel = active & (phase == ph)
+                if isinstance(data, TreeData):
+                    t, c, d = sum_by_group(inverse[sel], len(kernel_pids), durations[sel],
+                                           batch.device_id[sel])
+                    data.add_kernels(kernel_pids.tolist(), t.tolist(), c.tolist(), d.tolist(),
+                                     batch.device_type)
+                else:
+                    data.device_type = batch.device_type
+                    data.add_kernels(pid=kernel_pids[inverse[sel]], start_ns=batch.start_ns[sel],
+                                     end_ns=batch.end_ns[sel], launch_ns=batch.launch_ns[sel],
+                                     device_id=batch.device_id[sel].astype(np.int64),
+                                     stream_id=batch.stream_id[sel].astype(np.int64))
+                if batch.launch_metrics and batch.correlation_id is not None:
+                    self._add_launch_metrics(data, batch, sel, kernel_pids[inverse])
+
+    @staticmethod
+    def _add_launch_metrics(data, batch: KernelBatch, sel: np.ndarray, pid_of_row: np.ndarray) -> None:
+        if not isinstance(data, TreeData):
+            return
+        for row in np.flatnonzero(sel).tolist():
+            metrics = batch.launch_metrics.get(int(batch.correlation_id[row]))
+            if metrics:
+                data.add_metrics(int(pid_of_row[row]), metrics)
+
+    def check_format(self, fmt: str) -> str:
+        fmt = (fmt or FORMATS[self.data_kind][0]).lower()
+        if fmt not in FORMATS[self.data_kind]:
+            known = ", ".join(FORMATS[self.data_kind])
+            raise UsageError(f"Output format {fmt!r} is not supported for data={self.data_kind!r} "
+                             f"(use one of: {known})")
+        return fmt
