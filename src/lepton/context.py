@@ -15,6 +15,6 @@ def depth(session: Optional[int] = 0) -> Optional[int]:
     s = RUNTIME.sessions.get(session) if session is not None else None
     if s is not None and s.context == "python":
         return len(RUNTIME.paths.names_of(python_path(RUNTIME.paths)))
-    if session is not None:
+    if session not in (None, 0):  # 0 is the default: the scope depth, whichever session is live
         RUNTIME.session(session)
     return RUNTIME.depth()

@@ -36,7 +36,9 @@ def advance_phase(session: Optional[int] = 0) -> Optional[int]:
     """Starts a new phase; kernels launched from now on go into it. Returns its number."""
     if session is None:
         return None
-    return RUNTIME.session(session).advance_phase()
+    phase = RUNTIME.session(session).advance_phase()
+    RUNTIME.refresh()  # the hot path caches the current phase's scope set
+    return phase
 
 
 def is_phase_complete(session: Optional[int] = 0, phase: int = 0) -> bool:
@@ -48,3 +50,4 @@ def is_phase_complete(session: Optional[int] = 0, phase: int = 0) -> bool:
 def clear(session: Optional[int] = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
     """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
     RUNTIME.session(session).clear(phase, clear_up_to_phase)
+    RUNTIME.refresh()

@@ -54,6 +54,10 @@ class Runtime:
         self.python_sessions: tuple[Session, ...] = ()
         self.pushers: tuple = ()
         self.poppers: tuple = ()
+        self.push = None
+        self.pop = None
+        self.scope_sets: tuple = ()
+        self.slow = False
         self.scope_ids = itertools.count(1)
         self._lock = threading.RLock()
         self._warned: set[str] = set()
@@ -66,9 +70,16 @@ class Runtime:
         self.active = active
         self.tracing = tuple(s for s in active if s.data_kind == "trace")
         self.python_sessions = tuple(s for s in active if s.context == "python")
+        self.scope_sets = tuple(s.current.scopes for s in active if s.data_kind == "tree")
         self.pushers = tuple(b.push_path for b in started if b.push_path is not None)
         self.poppers = tuple(b.pop_path for b in started if b.pop_path is not None)
+        self.push = _combine(self.pushers)
+        self.pop = _combine(self.poppers)
+        # Anything that needs more than the plain enter/exit takes the slow path.
+        self.slow = bool(self.tracing or self.python_sessions)
         self.live = bool(live)
+
+    refresh = _refresh
 
     def session(self, sid: int) -> Session:
         s = self.sessions.get(sid)
@@ -245,27 +256,34 @@ class Runtime:
               "the profile is missing them and says so in its metadata", file=sys.stderr)
 
     # -- scopes (hot path) -----------------------------------------------------------------------------
+    def init_thread(self):
+        """The calling thread's first scope: creates its state (inheriting the main thread's stack,
+        whose top is then pushed to the backends for this thread)."""
+        t = self.shadow.thread()
+        stack = t.stack
+        if len(stack) > 1 and not t.pushed:
+            eff = self.shadow.effective(t, stack[-1])
+            for b in self.backends.values():
+                if b.started:
+                    b.on_thread_stack_inherited(eff)
+            if self.pushers:
+                t.pushed.append(eff)
+        return t
+
     def enter(self, name: str) -> int:
-        """Pushes scope `name` on the calling thread; returns its stack path id."""
-        t = self.shadow._local
-        try:
-            stack = t.stack
-        except AttributeError:
-            t = self.shadow.thread()
-            stack = t.stack
-            if len(stack) > 1:
-                for b in self.backends.values():
-                    if b.started:
-                        b.on_thread_stack_inherited(self.shadow.effective(t, stack[-1]))
-                t.pushed.append(self.shadow.effective(t, stack[-1]))
+        """Pushes scope `name` on the calling thread; returns its stack path id. (`scope` inlines
+        the common case of this; keep the two in step.)"""
+        t = self.shadow.local
+        if not hasattr(t, "stack"):
+            t = self.init_thread()
+        stack = t.stack
         pid = self.paths.child(stack[-1], name)
         stack.append(pid)
         eff = pid if t.state is None else self.paths.extend(pid, t.state)
-        for s in self.active:
-            s.current.scopes.add(eff) if s.data_kind == "tree" else None
-        if self.pushers:
-            for push in self.pushers:
-                push(eff)
+        for scopes in self.scope_sets:
+            scopes.add(eff)
+        if self.push is not None:
+            self.push(eff)
             t.pushed.append(eff)
         return pid
 
@@ -288,10 +306,10 @@ class Runtime:
             # Common case: the parent's entry is already on top of the backend's stack.
             if t.state is None and pushed and pushed[-1] == stack[-1] and len(pushed) == len(stack) - 1:
                 return popped
-        self._sync_backend_stack(t)
+        self.sync_backend_stack(t)
         return popped
 
-    def _sync_backend_stack(self, t) -> None:
+    def sync_backend_stack(self, t) -> None:
         """Makes the backend's external-id stack for this thread end with the thread's effective
         path (after a pop or a state change): one entry per open scope, or a single entry for a
         state set outside every scope."""
@@ -342,7 +360,7 @@ class Runtime:
             return
         t = self.shadow.thread()
         t.state = names
-        self._sync_backend_stack(t)
+        self.sync_backend_stack(t)
 
     def depth(self) -> int:
         return len(self.shadow.thread().stack) - 1
@@ -358,3 +376,17 @@ def current_path() -> int:
 
 def now_ns() -> int:
     return time.time_ns()
+
+
+def _combine(fns: tuple):
+    """One callable for the backends' hooks: None, the single hook itself, or a fan-out."""
+    if not fns:
+        return None
+    if len(fns) == 1:
+        return fns[0]
+
+    def all_of(*args):
+        for f in fns:
+            f(*args)
+
+    return all_of

@@ -15,6 +15,7 @@ from .model.metrics import CPU_TIME_METRIC
 from .runtime import RUNTIME
 
 _rt = RUNTIME
+_path_ids = RUNTIME.paths._ids  # read-only here: a dict read is atomic under the GIL
 
 
 class scope:
@@ -32,6 +33,33 @@ class scope:
         if not rt.live:
             self._pid = -1
             return self
+        if rt.slow or self.metrics or type(self) is not scope:
+            return self._enter_full(rt)
+        # Fast path: Runtime.enter inlined (a method call costs as much as the work itself).
+        t = rt.shadow.local
+        try:
+            stack = t.stack
+        except AttributeError:
+            stack = rt.init_thread().stack
+        parent = stack[-1]
+        pid = _path_ids.get((parent, self.name))
+        if pid is None:
+            pid = rt.paths.child(parent, self.name)
+        stack.append(pid)
+        if t.state is not None:
+            stack.pop()
+            return self._enter_full(rt)
+        for scopes in rt.scope_sets:
+            scopes.add(pid)
+        push = rt.push
+        if push is not None:
+            push(pid)
+            t.pushed.append(pid)
+        self._pid = pid
+        self._t0 = 0
+        return self
+
+    def _enter_full(self, rt):
         pid = self._pid = rt.enter(self.name)
         if self.metrics:
             rt.add_metrics(pid, self.metrics)
@@ -50,6 +78,24 @@ class scope:
         if pid < 0:
             return
         rt = _rt
+        if self._t0 or type(self) is not scope or not rt.live:
+            return self._exit_full(rt, pid)
+        self._pid = -1
+        t = rt.shadow.local
+        stack = t.stack
+        if stack[-1] != pid or t.state is not None:
+            return rt.exit(pid, self.name)
+        stack.pop()
+        pop = rt.pop
+        if pop is not None:
+            pushed = t.pushed
+            if pushed:
+                pushed.pop()
+                pop()
+            if len(pushed) != len(stack) - 1 or (pushed and pushed[-1] != stack[-1]):
+                rt.sync_backend_stack(t)
+
+    def _exit_full(self, rt, pid) -> None:
         self._before_exit()
         self._pid = -1
         if self._t0 and rt.tracing:

@@ -31,7 +31,7 @@ class ThreadState(threading.local):
 class ShadowStacks:
     def __init__(self, paths: PathTable) -> None:
         self.paths = paths
-        self._local = ThreadState()
+        self.local = ThreadState()
         self._main_stack: list[int] | None = None
         self._lanes = 0
         self._lock = threading.Lock()
@@ -42,13 +42,13 @@ class ShadowStacks:
 
     def reset(self) -> None:
         """Forgets every thread's stack (all sessions ended)."""
-        self._local = ThreadState()
+        self.local = ThreadState()
         self._main_stack = None
         self._lanes = 0
 
     def thread(self) -> ThreadState:
         """The calling thread's state, created on its first use."""
-        t = self._local
+        t = self.local
         if not hasattr(t, "stack"):
             main = self._main_stack
             t.stack = [ROOT] if main is None else list(main)

@@ -33,8 +33,16 @@ class FakeBackend(Backend):
         self._queue: list[tuple] = []
         self._queue_lock = threading.Lock()
         self._correlation = 0
-        self.push_path = self._push
-        self.pop_path = self._pop
+        tls = self._tls
+
+        def push(path_id: int) -> None:  # as cheap as possible: it runs on every scope
+            try:
+                tls.stack.append(path_id)
+            except AttributeError:
+                tls.stack = [path_id]
+
+        self.push_path = push
+        self.pop_path = lambda: tls.stack.pop()
         self.dropped = 0
         FakeBackend.instances.append(self)
 
@@ -43,12 +51,6 @@ class FakeBackend(Backend):
         if s is None:
             s = self._tls.stack = []
         return s
-
-    def _push(self, path_id: int) -> None:
-        self._stack().append(path_id)
-
-    def _pop(self) -> None:
-        self._stack().pop()
 
     def ext_stack(self) -> list[int]:
         """The calling thread's external-id stack (what CUPTI would hold), for tests."""

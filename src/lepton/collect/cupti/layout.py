@@ -1,0 +1,152 @@
+"""Byte layouts of the CUPTI activity records Lepton reads, and the ids of the launch APIs.
+
+Every number here was taken from `cupti_activity.h`, `cupti_callbacks.h` and the cbid headers of the
+`nvidia-cuda-cupti` 13.0.85 wheel (CUPTI_API_VERSION 130001, the libcupti torch 2.11 loads), by
+compiling `offsetof`/`sizeof` against them. Records are `PACKED_ALIGNMENT` (packed, 8-byte aligned)
+and follow one another with no gap, so a record's size is its stride in the buffer.
+
+CUPTI 13.5 emits `CUpti_ActivityKernel13` for kernels: Kernel10 with fields appended, so the offsets
+below stay valid and only the stride grows. The stride is therefore not trusted blindly: the backend
+measures it once per process with `cuptiActivityGetNextRecord` (see `backend.CuptiBackend`).
+
+This module is pure data: no ctypes, so the parser and its tests run without libcupti.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# The oldest CUPTI whose record layouts these are. CUPTI 12.x (API versions < 100) used Kernel9.
+MIN_API_VERSION = 130000
+
+# -- activity kinds (CUpti_ActivityKind) -----------------------------------------------------------
+KIND_KERNEL = 3
+KIND_DRIVER = 4
+KIND_RUNTIME = 5
+KIND_CONCURRENT_KERNEL = 10
+KIND_EXTERNAL_CORRELATION = 39
+KIND_INTERNAL_LAUNCH_API = 48
+
+# Record size in bytes of each kind Lepton enables. Kinds not listed are unknown to the parser,
+# which stops at them; the backend then learns their size from CUPTI and walks on.
+RECORD_SIZE = {
+    KIND_KERNEL: 216,  # CUpti_ActivityKernel10
+    KIND_CONCURRENT_KERNEL: 216,  # CUpti_ActivityKernel10
+    KIND_DRIVER: 40,  # CUpti_ActivityAPI
+    KIND_RUNTIME: 40,  # CUpti_ActivityAPI
+    KIND_INTERNAL_LAUNCH_API: 40,  # CUpti_ActivityAPI
+    KIND_EXTERNAL_CORRELATION: 24,  # CUpti_ActivityExternalCorrelation
+}
+KERNEL_KINDS = (KIND_KERNEL, KIND_CONCURRENT_KERNEL)
+API_KINDS = (KIND_DRIVER, KIND_RUNTIME, KIND_INTERNAL_LAUNCH_API)
+
+# Size table indexed by kind; the last entry (255) is 0 and catches every larger value, so that
+# `np.take(table, kind, mode="clip")` classifies any 32-bit word.
+TABLE_LEN = 256
+
+
+def size_table(sizes: dict[int, int] | None = None) -> np.ndarray:
+    """Record size in 8-byte slots, per kind (0 = unknown kind)."""
+    t = np.zeros(TABLE_LEN, dtype=np.uint8)
+    for kind, size in (RECORD_SIZE if sizes is None else sizes).items():
+        if not 0 < kind < TABLE_LEN - 1 or size <= 0 or size % 8:
+            raise ValueError(f"bad record size {size} for activity kind {kind}")
+        t[kind] = size // 8
+    return t
+
+
+# -- field offsets (bytes from the record start) ---------------------------------------------------
+class Kernel:  # CUpti_ActivityKernel10
+    start = 16  # uint64, ns
+    end = 24  # uint64, ns
+    device_id = 40  # uint32
+    context_id = 44  # uint32
+    stream_id = 48  # uint32
+    grid_x = 52  # int32
+    block_x = 64  # int32
+    correlation_id = 92  # uint32
+    grid_id = 96  # int64
+    name = 104  # const char*
+    graph_node_id = 144  # uint64
+    graph_id = 156  # uint32
+
+
+class Api:  # CUpti_ActivityAPI
+    cbid = 4  # uint32
+    start = 8  # uint64
+    end = 16  # uint64
+    process_id = 24  # uint32
+    thread_id = 28  # uint32
+    correlation_id = 32  # uint32
+    return_value = 36  # uint32
+
+
+class ExtCorr:  # CUpti_ActivityExternalCorrelation
+    external_kind = 4  # uint32 (CUpti_ExternalCorrelationKind)
+    external_id = 8  # uint64
+    correlation_id = 16  # uint32
+
+
+# -- external correlation --------------------------------------------------------------------------
+# Kineto (torch.profiler) pushes CUSTOM0 (ops) and CUSTOM1 (record_function); Lepton owns CUSTOM2.
+EXT_KIND_CUSTOM2 = 5
+
+# -- callback API (cupti_callbacks.h) --------------------------------------------------------------
+CB_DOMAIN_RESOURCE = 3
+CBID_RESOURCE_GRAPHNODE_CREATED = 13
+CBID_RESOURCE_GRAPHNODE_CLONED = 20
+
+
+class ResourceData:  # CUpti_ResourceData
+    resource_descriptor = 16  # void*: CUpti_GraphData* for graph callbacks
+
+
+class GraphData:  # CUpti_GraphData
+    graph = 0
+    original_graph = 8
+    node = 16  # CUgraphNode
+    original_node = 24  # CUgraphNode (GRAPHNODE_CLONED only)
+    node_type = 32  # CUgraphNodeType (uint32)
+
+
+SUBSCRIBER_PARAMS_SIZE = 32  # CUpti_SubscriberParams_STRUCT_SIZE
+OLD_SUBSCRIBER_NAME_MIN_LEN = 64
+
+# -- results (CUptiResult) -------------------------------------------------------------------------
+SUCCESS = 0
+ERROR_MAX_LIMIT_REACHED = 12
+ERROR_NOT_INITIALIZED = 15
+ERROR_QUEUE_EMPTY = 18
+ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39
+
+ACTIVITY_FLAG_FLUSH_FORCED = 1
+
+# -- the launch APIs whose records carry external correlation (cupti-notes §3.3) -----------------
+# CUPTI emits EXTERNAL_CORRELATION records only in front of API records, so these APIs need their
+# API records on; every other API's stay off (whole domains cost ≈25 records per launch pair).
+DRIVER_LAUNCH_CBIDS = (
+    115,  # cuLaunch
+    116,  # cuLaunchGrid
+    117,  # cuLaunchGridAsync
+    307,  # cuLaunchKernel
+    442,  # cuLaunchKernel_ptsz
+    652,  # cuLaunchKernelEx (Triton)
+    653,  # cuLaunchKernelEx_ptsz
+    477,  # cuLaunchCooperativeKernel
+    478,  # cuLaunchCooperativeKernel_ptsz
+    480,  # cuLaunchCooperativeKernelMultiDevice
+    514,  # cuGraphLaunch
+    515,  # cuGraphLaunch_ptsz
+)
+RUNTIME_LAUNCH_CBIDS = (
+    211,  # cudaLaunchKernel_v7000 (torch)
+    214,  # cudaLaunchKernel_ptsz_v7000
+    430,  # cudaLaunchKernelExC_v11060
+    431,  # cudaLaunchKernelExC_ptsz_v11060
+    269,  # cudaLaunchCooperativeKernel_v9000
+    270,  # cudaLaunchCooperativeKernel_ptsz_v9000
+    272,  # cudaLaunchCooperativeKernelMultiDevice_v9000
+    311,  # cudaGraphLaunch_v10000
+    312,  # cudaGraphLaunch_ptsz_v10000
+)
+DRIVER_CBID_COUNT = 807  # CUPTI_DRIVER_TRACE_CBID_SIZE
+RUNTIME_CBID_COUNT = 523  # CUPTI_RUNTIME_TRACE_CBID_SIZE

@@ -1,0 +1,227 @@
+"""A small pure-Python MessagePack codec (https://github.com/msgpack/msgpack/blob/master/spec.md).
+
+Lepton's only dependency is numpy, so the hatchet-msgpack writer and the viewer use this instead of
+the `msgpack` package. `packb` writes the subset Proton's files use (nil, bool, int up to uint64,
+float64, str, bin, array, map) with the shortest encoding of each, keeping dict keys in insertion
+order; `unpackb` reads the whole format except ext types, which it refuses with an error.
+"""
+from __future__ import annotations
+
+import struct
+import sys
+from numbers import Integral, Real
+from typing import Any, Callable
+
+__all__ = ["MsgpackError", "TruncatedError", "packb", "unpackb"]
+
+
+class MsgpackError(ValueError):
+    """The bytes are not valid MessagePack, or hold something this codec does not decode (ext)."""
+
+
+class TruncatedError(MsgpackError):
+    """The bytes end in the middle of an object."""
+
+
+# ---------------------------------------------------------------- packing
+
+_UINT64_MAX = (1 << 64) - 1
+_INT64_MIN = -(1 << 63)
+
+
+def _pack_int(value: int, out: list[bytes]) -> None:
+    if 0 <= value <= 0x7F:
+        out.append(bytes((value,)))
+    elif -32 <= value < 0:
+        out.append(bytes((value & 0xFF,)))
+    elif value > 0:
+        if value <= 0xFF:
+            out.append(b"\xcc" + struct.pack(">B", value))
+        elif value <= 0xFFFF:
+            out.append(b"\xcd" + struct.pack(">H", value))
+        elif value <= 0xFFFFFFFF:
+            out.append(b"\xce" + struct.pack(">I", value))
+        elif value <= _UINT64_MAX:
+            out.append(b"\xcf" + struct.pack(">Q", value))
+        else:
+            raise OverflowError(f"integer {value} does not fit in uint64")
+    elif value >= -0x80:
+        out.append(b"\xd0" + struct.pack(">b", value))
+    elif value >= -0x8000:
+        out.append(b"\xd1" + struct.pack(">h", value))
+    elif value >= -0x80000000:
+        out.append(b"\xd2" + struct.pack(">i", value))
+    elif value >= _INT64_MIN:
+        out.append(b"\xd3" + struct.pack(">q", value))
+    else:
+        raise OverflowError(f"integer {value} does not fit in int64")
+
+
+def _pack_length(n: int, fix_tag: int, fix_max: int, tags: tuple[int | None, int, int], out: list[bytes]) -> None:
+    """Writes a str/bin/array/map header: a fix* tag when n fits, else the 8/16/32-bit length form."""
+    tag8, tag16, tag32 = tags
+    if fix_tag >= 0 and n <= fix_max:
+        out.append(bytes((fix_tag | n,)))
+    elif tag8 is not None and n <= 0xFF:
+        out.append(bytes((tag8, n)))
+    elif n <= 0xFFFF:
+        out.append(bytes((tag16,)) + struct.pack(">H", n))
+    elif n <= 0xFFFFFFFF:
+        out.append(bytes((tag32,)) + struct.pack(">I", n))
+    else:
+        raise OverflowError("object too large for MessagePack (more than 2**32-1 items or bytes)")
+
+
+def _pack(obj: Any, out: list[bytes]) -> None:
+    # bool before int: bool is a subclass of int.
+    if obj is None:
+        out.append(b"\xc0")
+    elif obj is True:
+        out.append(b"\xc3")
+    elif obj is False:
+        out.append(b"\xc2")
+    elif isinstance(obj, str):
+        data = obj.encode("utf-8")
+        _pack_length(len(data), 0xA0, 31, (0xD9, 0xDA, 0xDB), out)
+        out.append(data)
+    elif isinstance(obj, Integral):  # int and numpy integers
+        _pack_int(int(obj), out)
+    elif isinstance(obj, Real):  # float and numpy floats; always float64, as Proton's writer does
+        out.append(b"\xcb" + struct.pack(">d", float(obj)))
+    elif isinstance(obj, (bytes, bytearray, memoryview)):
+        data = bytes(obj)
+        _pack_length(len(data), -1, 0, (0xC4, 0xC5, 0xC6), out)
+        out.append(data)
+    elif isinstance(obj, (list, tuple)):
+        _pack_length(len(obj), 0x90, 15, (None, 0xDC, 0xDD), out)
+        for item in obj:
+            _pack(item, out)
+    elif isinstance(obj, dict):
+        _pack_length(len(obj), 0x80, 15, (None, 0xDE, 0xDF), out)
+        for key, value in obj.items():
+            _pack(key, out)
+            _pack(value, out)
+    else:
+        raise TypeError(f"cannot serialize {type(obj).__name__!r} to MessagePack")
+
+
+def packb(obj: Any) -> bytes:
+    """Serialises `obj` (None, bool, int, float, str, bytes, list/tuple, dict) to MessagePack bytes."""
+    out: list[bytes] = []
+    _pack(obj, out)
+    return b"".join(out)
+
+
+# ---------------------------------------------------------------- unpacking
+
+# Fixed-size scalars: tag -> (struct format, size in bytes).
+_SCALARS = {
+    0xCA: (">f", 4), 0xCB: (">d", 8),
+    0xCC: (">B", 1), 0xCD: (">H", 2), 0xCE: (">I", 4), 0xCF: (">Q", 8),
+    0xD0: (">b", 1), 0xD1: (">h", 2), 0xD2: (">i", 4), 0xD3: (">q", 8),
+}
+# Variable-size objects whose length follows the tag: tag -> (kind, length format, length size).
+_SIZED = {
+    0xD9: ("str", ">B", 1), 0xDA: ("str", ">H", 2), 0xDB: ("str", ">I", 4),
+    0xC4: ("bin", ">B", 1), 0xC5: ("bin", ">H", 2), 0xC6: ("bin", ">I", 4),
+    0xDC: ("array", ">H", 2), 0xDD: ("array", ">I", 4),
+    0xDE: ("map", ">H", 2), 0xDF: ("map", ">I", 4),
+}
+_EXT_TAGS = frozenset({0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8})
+
+# A hatchet tree nests 2 MessagePack levels per tree level (map, children array) and each level
+# costs 2 Python frames, so the default limit of 1000 frames stops at ~250 tree levels. Since 3.11
+# Python-to-Python calls use no C stack, so there a higher limit is safe; 3.10 keeps its own.
+_DEEP_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 0
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        end = self.pos + n
+        if end > len(self.data):
+            raise TruncatedError(f"MessagePack data ends at byte {len(self.data)}, inside an object")
+        chunk = self.data[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def unpack(self, fmt: str, size: int) -> Any:
+        return struct.unpack(fmt, self.take(size))[0]
+
+    def read(self) -> Any:
+        if self.pos >= len(self.data):
+            raise TruncatedError(f"MessagePack data ends at byte {len(self.data)}, inside an object")
+        tag = self.data[self.pos]
+        self.pos += 1
+        if tag <= 0x7F:
+            return tag
+        if tag >= 0xE0:
+            return tag - 0x100
+        if 0xA0 <= tag <= 0xBF:
+            return self.string(tag & 0x1F)
+        if 0x90 <= tag <= 0x9F:
+            return self.array(tag & 0x0F)
+        if 0x80 <= tag <= 0x8F:
+            return self.map(tag & 0x0F)
+        if tag in _SCALARS:
+            return self.unpack(*_SCALARS[tag])
+        if tag in _SIZED:
+            kind, fmt, size = _SIZED[tag]
+            return self._readers[kind](self, self.unpack(fmt, size))
+        if tag == 0xC0:
+            return None
+        if tag in (0xC2, 0xC3):
+            return tag == 0xC3
+        if tag in _EXT_TAGS:
+            raise MsgpackError(f"MessagePack ext type (tag 0x{tag:02x}) at byte {self.pos - 1} is not supported")
+        raise MsgpackError(f"invalid MessagePack tag 0x{tag:02x} at byte {self.pos - 1}")
+
+    def string(self, n: int) -> str:
+        raw = self.take(n)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise MsgpackError(f"invalid UTF-8 in a MessagePack str at byte {self.pos - n}") from err
+
+    def binary(self, n: int) -> bytes:
+        return self.take(n)
+
+    def array(self, n: int) -> list:
+        return [self.read() for _ in range(n)]
+
+    def map(self, n: int) -> dict:
+        result = {}
+        for _ in range(n):
+            key = self.read()
+            if isinstance(key, list):  # unhashable: msgpack-python refuses these too
+                raise MsgpackError(f"MessagePack map key at byte {self.pos} is an array")
+            if isinstance(key, dict):
+                raise MsgpackError(f"MessagePack map key at byte {self.pos} is a map")
+            result[key] = self.read()
+        return result
+
+    _readers: dict[str, Callable[[_Reader, int], Any]] = {
+        "str": string, "bin": binary, "array": array, "map": map,
+    }
+
+
+def unpackb(data: bytes | bytearray | memoryview) -> Any:
+    """Decodes one MessagePack object that fills all of `data`.
+
+    Raises TruncatedError when the data ends inside an object and MsgpackError for anything else
+    that is wrong (an invalid tag, an ext type, bytes left over after the object)."""
+    reader = _Reader(bytes(data))
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION_LIMIT))
+    try:
+        obj = reader.read()
+    except RecursionError as err:
+        raise MsgpackError("MessagePack data is nested too deeply") from err
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if reader.pos != len(reader.data):
+        raise MsgpackError(f"{len(reader.data) - reader.pos} bytes of extra data after the MessagePack object")
+    return obj

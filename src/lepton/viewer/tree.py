@@ -1,0 +1,101 @@
+"""The loaded calling-context tree as flat columns, so 200,000 nodes derive and filter in numpy.
+
+Node `i` is row `i` of every column. Rows are ordered so that a parent always comes before its
+children (a file's preorder, or a subsequence of one); every algorithm here relies on that and on
+nothing else, so filtered and merged trees keep working.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+NO_PARENT = -1
+# hatchet gives a frame without "type" the type "None"; children are sorted by (name, type).
+MISSING_FRAME_TYPE = "None"
+
+
+@dataclass
+class Tree:
+    """A calling-context tree with its metrics, as read from a hatchet file.
+
+    `numbers` holds every numeric metric of the file, keyed by its raw name ("time (ns)"), NaN
+    where a node has no value. `texts` holds the other metrics (device_id, device_type, vectors).
+    `root_keys` are the metric names on the first root: Proton's viewer sums exactly those over
+    subtrees and treats all others as per-node values.
+    """
+
+    parent: np.ndarray  # int64, NO_PARENT for a root
+    depth: np.ndarray  # int64, 0 for a root
+    names: list[str]
+    frame_types: list[str]
+    numbers: dict[str, np.ndarray] = field(default_factory=dict)
+    texts: dict[str, list] = field(default_factory=dict)
+    root_keys: list[str] = field(default_factory=list)
+    key_order: list[str] = field(default_factory=list)  # every metric name, in order of first use
+    devices: dict = field(default_factory=dict)  # {"CUDA": {"0": {"arch": "90", ...}}}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @cached_property
+    def levels(self) -> list[np.ndarray]:
+        """Node indices grouped by depth: levels[d] holds every node at depth d."""
+        if len(self) == 0:
+            return []
+        order = np.argsort(self.depth, kind="stable")
+        bounds = np.searchsorted(self.depth[order], np.arange(int(self.depth.max()) + 2))
+        return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+    @cached_property
+    def children(self) -> list[list[int]]:
+        """children[i] lists the children of node i in row order (not yet sorted by frame)."""
+        result: list[list[int]] = [[] for _ in range(len(self))]
+        for child, parent in enumerate(self.parent.tolist()):
+            if parent != NO_PARENT:
+                result[parent].append(child)
+        return result
+
+    @cached_property
+    def roots(self) -> list[int]:
+        return np.flatnonzero(self.parent == NO_PARENT).tolist()
+
+    def frame_key(self, node: int) -> tuple[str, str]:
+        """What hatchet sorts siblings by (its Frame's sorted (key, value) pairs: name, then type)."""
+        return (self.names[node], self.frame_types[node])
+
+    def subtree_sum(self, values: np.ndarray) -> np.ndarray:
+        """Each node's value plus all its descendants' values, skipping NaN.
+
+        A subtree with no value at all stays NaN, as hatchet's `sum(min_count=1)` leaves it."""
+        total = np.where(np.isnan(values), 0.0, values)
+        present = (~np.isnan(values)).astype(np.int64)
+        for level in reversed(self.levels[1:]):
+            parents = self.parent[level]
+            np.add.at(total, parents, total[level])
+            np.add.at(present, parents, present[level])
+        return np.where(present > 0, total, np.nan)
+
+    def spread_down(self, flags: np.ndarray) -> np.ndarray:
+        """True for every node that is flagged or has a flagged ancestor."""
+        out = flags.copy()
+        for level in self.levels[1:]:
+            out[level] |= out[self.parent[level]]
+        return out
+
+    def spread_up(self, flags: np.ndarray) -> np.ndarray:
+        """True for every node that is flagged or has a flagged descendant."""
+        out = flags.copy()
+        for level in reversed(self.levels[1:]):
+            marked = level[out[level]]
+            out[self.parent[marked]] = True
+        return out
+
+
+def group_sum(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sums `values` by group, NaN-skipping; a group with no value is NaN (pandas `min_count=1`)."""
+    present = ~np.isnan(values)
+    sums = np.bincount(groups[present], weights=values[present], minlength=n_groups)
+    counts = np.bincount(groups[present], minlength=n_groups)
+    return np.where(counts > 0, sums, np.nan)

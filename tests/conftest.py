@@ -1,0 +1,52 @@
+"""Shared test setup: GPU tests skip themselves without an NVIDIA GPU; no test may leak a session."""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def nvidia_gpu_visible() -> bool:
+    # Asked in a subprocess so that this process does not initialise CUDA before the tests do.
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+def pytest_collection_modifyitems(config, items):
+    if nvidia_gpu_visible():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none visible: nvidia-smi -L found none)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_sessions(tmp_path, monkeypatch):
+    """Runs each test in its own folder and fails a test that leaves a session open."""
+    monkeypatch.chdir(tmp_path)
+    yield
+    from lepton.runtime import RUNTIME
+
+    leaked = sorted(RUNTIME.sessions)
+    if leaked:
+        RUNTIME.cli_session = None
+        RUNTIME.finalize(None, "")
+        pytest.fail(f"test left sessions open: {leaked}")
+
+
+@pytest.fixture
+def fake():
+    """Starts nothing; returns a function that gives the FakeBackend of the newest session."""
+    from lepton.collect.fake import FakeBackend
+
+    return lambda: FakeBackend.instances[-1]
