@@ -4,8 +4,8 @@ Proton's rule for what is inclusive (hatchet's, in fact): the metrics present on
 over each subtree; every other metric is a per-node value. A raw metric and every formula below
 read the inclusive sum when the metric is on ROOT and the node's own value otherwise.
 
-Column labels are Proton's ("time/ms (inc)", "util", "count (inc)", "cpu_time (ns)"); they appear
-in `--print-sorted`, csv and json output.
+Column labels are Proton's ("time/ms (inc)", "util", "count (inc)", "cpu_time (ns)"); they show in
+`--print-sorted`, csv and json output.
 """
 from __future__ import annotations
 
@@ -14,4 +14,220 @@ from typing import Literal
 
 import numpy as np
 
-from ...lepton_units import SECONDS_PER_UNIT  # noqa: F401  (replaced below)
+from ..units import NS_PER_UNIT
+from . import specs
+from .tree import Tree
+
+SECONDS_PER_UNIT = {unit: ns / 1e9 for unit, ns in NS_PER_UNIT.items()}  # s: 1.0, ms: 1e-3, ...
+RATE_PREFIXES = {"": 1.0, "g": 1e9, "t": 1e12}  # flop/s, gflop/s, tflop/s
+FLOP_WIDTHS_BITS = (8, 16, 32, 64)  # Proton's LaunchHook.flops_width
+
+
+class MetricError(ValueError):
+    """A metric the profile cannot provide. The message is one line and lists what exists."""
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One derived metric: `source` read from the file, shaped, then divided by `divisor`.
+
+    duration: seconds(source) / divisor                 time/ms, cpu_time/us
+    average:  seconds(source) / count / divisor         avg_time/us
+    rate:     source / seconds(time) / divisor          tflop16/s, gbyte/s
+    """
+
+    source: str
+    shape: Literal["duration", "average", "rate"]
+    divisor: float
+
+
+def _formulas() -> dict[str, Formula]:
+    table: dict[str, Formula] = {}
+    for unit, seconds in SECONDS_PER_UNIT.items():
+        table[f"time/{unit}"] = Formula("time", "duration", seconds)
+        table[f"avg_time/{unit}"] = Formula("time", "average", seconds)
+        table[f"cpu_time/{unit}"] = Formula("cpu_time", "duration", seconds)
+        table[f"avg_cpu_time/{unit}"] = Formula("cpu_time", "average", seconds)
+    for prefix, scale in RATE_PREFIXES.items():
+        table[f"{prefix}byte/s"] = Formula("bytes", "rate", scale)
+        table[f"{prefix}flop/s"] = Formula("flops", "rate", scale)
+        for width in FLOP_WIDTHS_BITS:
+            table[f"{prefix}flop{width}/s"] = Formula(f"flops{width}", "rate", scale)
+    return table
+
+
+FORMULAS = _formulas()
+UTIL = "util"  # max(flop time at peak, byte time at peak) / time; see _util
+
+
+@dataclass
+class Column:
+    """One displayed metric. `resum_key` names the raw metric this column is the subtree sum of:
+    filters that rewire the tree recompute it, as hatchet's `update_inclusive_columns` does, while
+    derived columns keep the values computed on the whole tree (so ROOT keeps its total)."""
+
+    label: str
+    values: np.ndarray
+    resum_key: str | None = None
+
+
+@dataclass
+class Catalog:
+    """The file's metric names as proton-viewer lists them: on ROOT (inclusive), then the rest."""
+
+    inclusive: list[str]
+    exclusive: list[str]
+
+    @staticmethod
+    def of(tree: Tree) -> Catalog:
+        inclusive = [k for k in tree.root_keys if k in tree.numbers or k in tree.texts]
+        exclusive = ["name"] + [k for k in tree.key_order if k not in inclusive]
+        return Catalog(inclusive, exclusive)
+
+    def match(self, request: str) -> str:
+        """Proton's `match_available_metrics`: case-insensitive, with or without the unit."""
+        wanted = request.strip().lower()
+        for raw in self.inclusive + self.exclusive:
+            if wanted in (raw.lower(), short_name(raw)):
+                return raw
+        raise MetricError(f"unknown metric '{request}'; {self.describe()}")
+
+    def describe(self) -> str:
+        summed = ", ".join(short_name(m) for m in self.inclusive) or "none"
+        per_node = ", ".join(short_name(m) for m in self.exclusive if m != "name") or "none"
+        return (f"this profile has: {summed} (summed over subtrees); {per_node} (per node); "
+                "derived: time/<s|ms|us|ns>, avg_time/<unit>, cpu_time/<unit>, avg_cpu_time/<unit>, "
+                "[g|t]flop[8|16|32|64]/s, [g|t]byte/s, util, <metric>/%")
+
+
+def short_name(raw: str) -> str:
+    """"time (ns)" -> "time": how `-l` prints a metric and how `-m` may name it."""
+    return raw.split("(")[0].strip().lower()
+
+
+@dataclass
+class Derived:
+    columns: list[Column]
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Context:
+    """The tree plus lazily computed raw columns, shared by all requested metrics."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.catalog = Catalog.of(tree)
+        self._sums: dict[str, np.ndarray] = {}
+        self.warnings: list[str] = []
+
+    def raw_column(self, request: str) -> Column:
+        raw = self.catalog.match(request)
+        if raw not in self.tree.numbers:
+            raise MetricError(f"metric '{short_name(raw)}' is not numeric (it holds text such as device ids)")
+        if raw in self.catalog.inclusive and "(inc)" not in raw:
+            if raw not in self._sums:
+                self._sums[raw] = self.tree.subtree_sum(self.tree.numbers[raw])
+            return Column(f"{raw} (inc)", self._sums[raw], resum_key=raw)
+        return Column(raw, self.tree.numbers[raw])
+
+    def seconds(self, source: str) -> np.ndarray:
+        """Proton's `get_time_seconds`: the unit comes from the file's name, "time (ns)" -> ns."""
+        column = self.raw_column(source)
+        raw = self.catalog.match(source)
+        unit = raw.split("(")[1].split(")")[0].strip() if "(" in raw else ""
+        if unit not in SECONDS_PER_UNIT:
+            raise MetricError(f"metric '{raw}' has no time unit of s, ms, us or ns in its name")
+        return column.values * SECONDS_PER_UNIT[unit]
+
+
+def derive(tree: Tree, requests: list[str]) -> Derived:
+    """Computes one Column per requested metric, on the whole (unfiltered) tree."""
+    ctx = _Context(tree)
+    # 0/0 and x/0 are expected (scopes with no time, nodes with no flops): NaN and inf, as in pandas.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        columns = [_one(ctx, request.strip()) for request in requests]
+    return Derived(columns, ctx.warnings)
+
+
+def _one(ctx: _Context, request: str) -> Column:
+    key = request.lower()
+    if key == UTIL:
+        return Column(UTIL, _util(ctx))
+    formula = FORMULAS.get(key)
+    if formula is not None:
+        return Column(f"{request} (inc)", _apply(ctx, formula))
+    if "/" in key:
+        return _percent(ctx, request)
+    return ctx.raw_column(request)
+
+
+def _apply(ctx: _Context, formula: Formula) -> np.ndarray:
+    if formula.shape == "duration":
+        return ctx.seconds(formula.source) / formula.divisor
+    if formula.shape == "average":
+        return ctx.seconds(formula.source) / ctx.raw_column("count").values / formula.divisor
+    return ctx.raw_column(formula.source).values / ctx.seconds("time") / formula.divisor
+
+
+def _percent(ctx: _Context, request: str) -> Column:
+    """`<metric>/%`: share of ROOT's value for a summed metric, of the column total otherwise."""
+    name, unit = request.split("/", 1)
+    if unit != "%":
+        raise MetricError(f"unsupported unit '{unit}' in '{request}' (only <metric>/% and the derived metrics)")
+    column = ctx.raw_column(name)
+    if column.label.endswith("(inc)"):
+        total, label = column.values[0], f"{request} (inc)"
+    else:
+        total, label = np.nansum(column.values), request
+    return Column(label, column.values / total * 100.0)
+
+
+def _util(ctx: _Context) -> np.ndarray:
+    """Fraction of the roofline bound reached: max(flops/peak_flops, bytes/peak_bw) / time.
+
+    Per kernel node: the flops and bytes are the node's own (Proton reads the raw columns), the
+    time is the inclusive one; nodes that are not kernels (no device_id) get NaN."""
+    tree = ctx.tree
+    seconds = ctx.seconds("time")
+    device_ids = _text_column(tree, "device_id")
+    device_types = _text_column(tree, "device_type")
+    flop_seconds = np.zeros(len(tree))
+    byte_seconds = np.zeros(len(tree))
+    for device in specs.devices_of(tree.devices):
+        # Proton matches rows on device_id alone; we also match the type, so a CUDA "0" and a HIP
+        # "0" in one profile do not add up. Same numbers for every single-vendor profile.
+        rows = (device_ids == device.device_id) & ((device_types == device.device_type) | (device_types == ""))
+        if not rows.any():
+            continue
+        try:
+            for width in FLOP_WIDTHS_BITS:
+                flops = tree.numbers.get(f"flops{width}")
+                if flops is not None:
+                    flop_seconds[rows] += np.nan_to_num(flops[rows], nan=0.0) / specs.max_flops(device, width)
+            byte_values = tree.numbers.get("bytes")
+            byte_seconds[rows] += (byte_values[rows] if byte_values is not None else np.nan) / specs.max_bytes_per_s(device)
+        except specs.UnknownDevice as err:
+            ctx.warnings.append(f"util is nan on {device.device_type} device {device.device_id}: {err}")
+            flop_seconds[rows] = np.nan
+    # pandas `combine(..., max)` with Python's max: a NaN byte time leaves the flop time.
+    bound = np.where(byte_seconds > flop_seconds, byte_seconds, flop_seconds)
+    util = bound / seconds
+    util[device_ids == ""] = np.nan
+    return util
+
+
+def _text_column(tree: Tree, key: str) -> np.ndarray:
+    """A text metric as a str array, "" where a node has none (ids written as numbers included)."""
+    if key in tree.texts:
+        return np.array(["" if v is None else str(v) for v in tree.texts[key]], dtype=object)
+    if key in tree.numbers:
+        return np.array(["" if np.isnan(v) else str(int(v)) for v in tree.numbers[key]], dtype=object)
+    return np.full(len(tree), "", dtype=object)
+
+
+def negative_byte_warning(columns: list[Column]) -> str | None:
+    """Proton's `emit_warnings`: a negative inclusive byte count means an int overflow upstream."""
+    for column in columns:
+        if column.label == "bytes (inc)" and np.nanmin(column.values) < 0:
+            return "Warning: Negative byte values detected, this is usually the result of a datatype overflow"
+    return None
