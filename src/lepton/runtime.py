@@ -345,6 +345,29 @@ class Runtime:
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, metrics)
 
+    def enter_op(self, name: str, metrics: dict | None) -> int:
+        """A kernel launch is about to happen on this thread under the op node `name` (launch
+        hook): the node is created, gets the launch's metrics, and the kernel will land on it."""
+        t = self.shadow.thread()
+        base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
+        op = self.paths.op(base, name)
+        for scopes in self.scope_sets:
+            scopes.add(op)
+        if metrics:
+            for s in self.active:
+                s.add_metrics(op, metrics)
+        if self.push is not None:
+            self.push(op)
+            t.pushed.append(op)
+        return op
+
+    def exit_op(self, op: int) -> None:
+        t = self.shadow.thread()
+        if t.pushed and t.pushed[-1] == op:
+            t.pushed.pop()
+            if self.pop is not None:
+                self.pop()
+
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
         t = self.shadow.thread()

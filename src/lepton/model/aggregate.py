@@ -15,8 +15,13 @@ def kernel_paths(paths: PathTable, batch: KernelBatch) -> tuple[np.ndarray, np.n
     n_names = max(len(batch.names), 1)
     key = batch.parent_path.astype(np.int64) * n_names + batch.name_id
     uniq, inverse = np.unique(key, return_inverse=True)
-    pids = np.fromiter((paths.child(int(k // n_names), batch.names[int(k % n_names)]) for k in uniq),
-                       dtype=np.int64, count=len(uniq))
+    ops = paths.ops
+
+    def node(k: int) -> int:
+        parent = k // n_names
+        return parent if parent in ops else paths.child(parent, batch.names[k % n_names])
+
+    pids = np.fromiter((node(int(k)) for k in uniq), dtype=np.int64, count=len(uniq))
     return pids, inverse.reshape(-1)
 
 

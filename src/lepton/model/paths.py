@@ -22,6 +22,9 @@ class PathTable:
         self._ids: dict[tuple[int, str], int] = {}
         self.parent: list[int] = [-1]
         self.name: list[str] = [ROOT_NAME]
+        # Op paths: a launch-hook node that *is* the kernel (renamed by launch metadata), so a kernel
+        # whose parent path is an op lands on it instead of under it.
+        self.ops: set[int] = set()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -41,6 +44,12 @@ class PathTable:
                 self.parent.append(parent)
                 self.name.append(name)
                 self._ids[key] = pid
+        return pid
+
+    def op(self, parent: int, name: str) -> int:
+        """The id of the op node `parent/name` (see `ops`)."""
+        pid = self.child(parent, name)
+        self.ops.add(pid)
         return pid
 
     def extend(self, parent: int, names) -> int:

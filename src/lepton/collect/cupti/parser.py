@@ -13,7 +13,7 @@ the whole buffer at once:
    repeatedly keep only those that slot 0 or a surviving candidate points to. A false candidate (a
    field that happens to hold 4, 10 or 39) needs an unbroken run of false predecessors to survive,
    and such runs are 1-3 long in real buffers, so this converges in a few rounds;
-3. check the survivors form one unbroken chain from slot 0 and cut false runs that remain.
+3. check the survivors form one unbroken chain from slot 0 and cut the few false runs left.
 
 Everything after step 1 touches only candidates (≈2-4 per launch), not every slot.
 """
@@ -25,7 +25,8 @@ import numpy as np
 
 from . import layout
 
-_FIXPOINT_ROUNDS = 8  # real buffers converge in 2-4 rounds; the check after it fixes the rest
+_MAX_ROUNDS = 8
+_FEW_BREAKS = 16  # below this many breaks, `_unbroken_prefix` cuts the false runs one by one
 
 
 def walk(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int = 0) -> tuple[np.ndarray, int]:
@@ -38,30 +39,31 @@ def walk(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int = 0) -
     n = (valid_bytes - start) // 8
     if n <= 0:
         return np.zeros(0, np.int64), valid_bytes
-    words = buf[start:start + 8 * n].view("<u4")[::2]
+    # Copy the strided words first: np.take is ≈4x slower on a strided view (2.2 vs 0.6 ms per
+    # 8 MiB buffer, measured), and so is flatnonzero on uint8 rather than bool.
+    words = buf[start:start + 8 * n].view("<u4")[::2].copy()
     steps = np.take(table, words, mode="clip")  # words > 255 clip to table[255] == 0
-    cand = np.flatnonzero(steps)
+    cand = np.flatnonzero(steps != 0)
     nxt = cand + steps[cand]
     fits = nxt <= n
     cand, nxt = cand[fits], nxt[fits]
     if not len(cand) or cand[0] != 0:
         return np.zeros(0, np.int64), start
-    cand, nxt = _fixpoint(cand, nxt, n)
-    chain, stop = _unbroken_prefix(cand, nxt)
-    return start + 8 * chain.astype(np.int64), start + 8 * stop
-
-
-def _fixpoint(cand: np.ndarray, nxt: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keeps candidates that slot 0 or another kept candidate points to (see the module doc)."""
-    for _ in range(_FIXPOINT_ROUNDS):
-        pointed = np.zeros(n + 1, dtype=bool)
-        pointed[nxt] = True
-        pointed[0] = True
-        keep = pointed[cand]
-        if keep.all():
+    for _ in range(_MAX_ROUNDS):
+        if np.count_nonzero(cand[1:] != nxt[:-1]) <= _FEW_BREAKS:
             break
-        cand, nxt = cand[keep], nxt[keep]
-    return cand, nxt
+        cand, nxt = _drop_unpointed(cand, nxt, n)
+    chain, stop = _unbroken_prefix(cand, nxt)
+    return start + 8 * chain, start + 8 * stop
+
+
+def _drop_unpointed(cand: np.ndarray, nxt: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """One round of step 2: keeps candidates that slot 0 or another candidate points to."""
+    pointed = np.zeros(n + 1, dtype=bool)
+    pointed[nxt] = True
+    pointed[0] = True
+    keep = pointed[cand]
+    return cand[keep], nxt[keep]
 
 
 def _unbroken_prefix(cand: np.ndarray, nxt: np.ndarray) -> tuple[np.ndarray, int]:
@@ -121,18 +123,21 @@ def extract(buf: np.ndarray, offsets: np.ndarray) -> Records:
     end = len(buf) - len(buf) % 8
     u32 = buf[:end].view("<u4")
     u64 = buf[:end].view("<u8")
-    kinds = u32[offsets // 4]
-    k = offsets[(kinds == layout.KIND_CONCURRENT_KERNEL) | (kinds == layout.KIND_KERNEL)]
-    a = offsets[(kinds == layout.KIND_DRIVER) | (kinds == layout.KIND_RUNTIME)
-                | (kinds == layout.KIND_INTERNAL_LAUNCH_API)]
-    e = offsets[kinds == layout.KIND_EXTERNAL_CORRELATION]
+    w = offsets >> 2  # index of each record's first 4-byte word
+    kinds = u32[w]
+    is_kernel = (kinds == layout.KIND_CONCURRENT_KERNEL) | (kinds == layout.KIND_KERNEL)
+    is_ext = kinds == layout.KIND_EXTERNAL_CORRELATION
+    is_api = (kinds == layout.KIND_RUNTIME) | (kinds == layout.KIND_DRIVER)
+    is_api |= kinds == layout.KIND_INTERNAL_LAUNCH_API
+    k4, a4, e4 = w[is_kernel], w[is_api], w[is_ext]
+    k8, a8, e8 = k4 >> 1, a4 >> 1, e4 >> 1
     K, A, E = layout.Kernel, layout.Api, layout.ExtCorr
     return Records(
-        k_start=u64[(k + K.start) // 8], k_end=u64[(k + K.end) // 8],
-        k_device=u32[(k + K.device_id) // 4], k_stream=u32[(k + K.stream_id) // 4],
-        k_corr=u32[(k + K.correlation_id) // 4], k_name_ptr=u64[(k + K.name) // 8],
-        k_graph_node=u64[(k + K.graph_node_id) // 8],
-        a_corr=u32[(a + A.correlation_id) // 4], a_start=u64[(a + A.start) // 8],
-        e_corr=u32[(e + E.correlation_id) // 4], e_kind=u32[(e + E.external_kind) // 4],
-        e_id=u64[(e + E.external_id) // 8],
+        k_start=u64[k8 + K.start // 8], k_end=u64[k8 + K.end // 8],
+        k_device=u32[k4 + K.device_id // 4], k_stream=u32[k4 + K.stream_id // 4],
+        k_corr=u32[k4 + K.correlation_id // 4], k_name_ptr=u64[k8 + K.name // 8],
+        k_graph_node=u64[k8 + K.graph_node_id // 8],
+        a_corr=u32[a4 + A.correlation_id // 4], a_start=u64[a8 + A.start // 8],
+        e_corr=u32[e4 + E.correlation_id // 4], e_kind=u32[e4 + E.external_kind // 4],
+        e_id=u64[e8 + E.external_id // 8],
     )

@@ -1,0 +1,133 @@
+"""`hook="triton"`: Lepton as Triton's launch hook.
+
+Triton calls `launch_enter_hook(metadata)` before and `launch_exit_hook(metadata)` after each
+kernel launch when a hook is installed; `metadata` is a `LazyDict` whose `get()` evaluates the
+kernel's `launch_metadata(grid, metadata, args)` function. The returned `name` renames the launch's
+kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become metrics of exactly
+that launch's node: `Runtime.enter_op` makes an op node under the current scope and pushes it as the
+launch's external id, so the kernel record lands on it whichever thread launches.
+
+GPU work that `launch_metadata` itself launches runs under the state
+`__proton_launch_metadata:<kernel>`, so it stays out of the user's tree (the viewer hides it).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from numbers import Number
+from typing import Optional
+
+from ..runtime import RUNTIME
+from ..state import COMPUTE_METADATA_SCOPE_PREFIX, enter_state, exit_state
+
+_RESERVED_KEYS = frozenset({"name", "function", "stream"})
+
+
+def _is_metric_value(value) -> bool:
+    return value is not None and not isinstance(value, bool) and (
+        isinstance(value, Number) or hasattr(value, "data_ptr") or hasattr(value, "dtype"))
+
+
+class LaunchHook:
+    """Process-wide singleton; installed while at least one session uses it."""
+
+    priority = 100
+    _instance: Optional["LaunchHook"] = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+            cls._instance._tls = threading.local()
+            cls._instance.sessions = set()
+            cls._instance.configure()
+        return cls._instance
+
+    def configure(self, *, include: Optional[str] = None, exclude: Optional[str] = None) -> None:
+        """Only kernels whose compiled name matches `include` and not `exclude` (`re.match`, so
+        anchored at the start) are hooked; the others never have their metadata evaluated."""
+        self._include = re.compile(include) if include else None
+        self._exclude = re.compile(exclude) if exclude else None
+
+    def _wanted(self, name) -> bool:
+        if name is None:
+            return True
+        if self._include is not None and self._include.match(name) is None:
+            return False
+        return self._exclude is None or self._exclude.match(name) is None
+
+    def enter(self, metadata) -> None:
+        tls = self._tls
+        if getattr(tls, "busy", False) or not RUNTIME.active:
+            tls.op = None
+            return
+        tls.busy = True
+        tls.op = None
+        try:
+            raw_name = getattr(metadata, "data", {}).get("name")
+            if not self._wanted(raw_name):
+                return
+            enter_state(COMPUTE_METADATA_SCOPE_PREFIX + str(raw_name))
+            try:
+                values = metadata.get()
+            finally:
+                exit_state()
+            name = values.get("name", raw_name)
+            if name != raw_name and not self._wanted(name):
+                return
+            metrics = {k: v for k, v in values.items() if k not in _RESERVED_KEYS and _is_metric_value(v)}
+            tls.op = RUNTIME.enter_op(str(name), metrics)
+        finally:
+            tls.busy = False
+
+    def exit(self, metadata) -> None:
+        op = getattr(self._tls, "op", None)
+        if op is not None:
+            self._tls.op = None
+            RUNTIME.exit_op(op)
+
+
+def _knobs():
+    import triton.knobs as knobs  # Triton >= 3.3
+
+    return knobs.runtime
+
+
+def _install(hook: LaunchHook) -> None:
+    runtime = _knobs()
+    for attr, fn in (("launch_enter_hook", hook.enter), ("launch_exit_hook", hook.exit)):
+        current = getattr(runtime, attr)
+        if hasattr(current, "add"):  # a HookChain (newer Triton): other hooks keep running
+            current.add(fn)
+        elif current is None:
+            setattr(runtime, attr, fn)
+        elif current is not fn:
+            raise RuntimeError(f"triton.knobs.runtime.{attr} is already set by another tool ({current!r}); "
+                               "lepton's hook='triton' cannot chain with it on this Triton version")
+
+
+def _uninstall(hook: LaunchHook) -> None:
+    runtime = _knobs()
+    for attr, fn in (("launch_enter_hook", hook.enter), ("launch_exit_hook", hook.exit)):
+        current = getattr(runtime, attr)
+        if hasattr(current, "remove"):
+            try:
+                current.remove(fn)
+            except ValueError:
+                pass
+        elif current == fn:
+            setattr(runtime, attr, None)
+
+
+def register(session: int) -> None:
+    """Installs the hook for `session` (once per process, however many sessions use it)."""
+    hook = LaunchHook()
+    if not hook.sessions:
+        _install(hook)
+    hook.sessions.add(session)
+
+
+def unregister(session: int) -> None:
+    hook = LaunchHook()
+    hook.sessions.discard(session)
+    if not hook.sessions:
+        _uninstall(hook)

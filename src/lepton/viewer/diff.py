@@ -1,0 +1,76 @@
+"""`-diff OTHER`: the positional profile minus OTHER, on the union of both trees (hatchet's `sub`).
+
+Nodes are matched by their path of frames. Where both profiles have a value the result is
+a - b; where only the positional profile has the node or a value, its value is kept; nodes only in
+OTHER show NaN. Nodes found on one side only are marked, as hatchet marks them: "◀" for the
+positional profile, "▶" for OTHER.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .derive import Column
+from .tree import NO_PARENT, Tree
+
+BOTH, ONLY_LEFT, ONLY_RIGHT = 0, 1, 2
+
+
+@dataclass
+class Diff:
+    tree: Tree
+    columns: list[Column]
+    side: np.ndarray | None  # BOTH / ONLY_LEFT / ONLY_RIGHT per node; None when the trees match
+
+
+def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns: list[Column]) -> Diff:
+    index: dict[tuple, int] = {}
+    parents: list[int] = []
+    names: list[str] = []
+    frame_types: list[str] = []
+    left_row = _union(left, index, parents, names, frame_types)
+    right_row = _union(right, index, parents, names, frame_types)
+    n = len(names)
+    side = np.full(n, ONLY_RIGHT, dtype=np.int8)
+    side[left_row] = ONLY_LEFT
+    in_right = np.zeros(n, dtype=bool)
+    in_right[right_row] = True
+    side[(side == ONLY_LEFT) & in_right] = BOTH
+    parent_array = np.array(parents, dtype=np.int64)
+    tree = Tree(parent=parent_array, depth=_depths(parent_array), names=names, frame_types=frame_types,
+                root_keys=left.root_keys, key_order=left.key_order, devices=left.devices)
+    columns = []
+    for i, column in enumerate(left_columns):
+        a = np.full(n, np.nan)
+        a[left_row] = column.values
+        b = np.full(n, np.nan)
+        if i < len(right_columns):
+            b[right_row] = right_columns[i].values
+        difference = a - b
+        columns.append(Column(column.label, np.where(np.isnan(difference), a, difference)))
+    return Diff(tree, columns, side if (side != BOTH).any() else None)
+
+
+def _union(tree: Tree, index: dict, parents: list, names: list, frame_types: list) -> np.ndarray:
+    """Adds `tree`'s nodes to the union (keyed by parent and frame); returns each node's union row."""
+    rows = np.empty(len(tree), dtype=np.int64)
+    for i, parent in enumerate(tree.parent.tolist()):  # parents come before children
+        parent_row = NO_PARENT if parent == NO_PARENT else int(rows[parent])
+        key = (parent_row, tree.names[i], tree.frame_types[i])
+        row = index.get(key)
+        if row is None:
+            row = index[key] = len(names)
+            parents.append(parent_row)
+            names.append(tree.names[i])
+            frame_types.append(tree.frame_types[i])
+        rows[i] = row
+    return rows
+
+
+def _depths(parents: np.ndarray) -> np.ndarray:
+    depth = [0] * len(parents)
+    for i, parent in enumerate(parents.tolist()):
+        if parent != NO_PARENT:
+            depth[i] = depth[parent] + 1
+    return np.array(depth, dtype=np.int64)

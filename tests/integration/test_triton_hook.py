@@ -1,0 +1,130 @@
+"""hook="triton" on the CPU: a stand-in `triton.knobs` module and LazyDict drive the real hook,
+and the fake backend plays the kernels the launches would produce."""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import types
+
+import pytest
+
+import lepton as proton
+
+
+class LazyDict:
+    """Triton's LazyDict: `data` holds name/function/stream; `get()` runs launch_metadata."""
+
+    def __init__(self, data, fn=None):
+        self.data = data
+        self.fn = fn
+
+    def get(self):
+        return self.data | (self.fn() if self.fn else {})
+
+
+@pytest.fixture
+def knobs(monkeypatch):
+    runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    triton = types.ModuleType("triton")
+    triton.knobs = types.ModuleType("triton.knobs")
+    triton.knobs.runtime = runtime
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    monkeypatch.setitem(sys.modules, "triton.knobs", triton.knobs)
+    from lepton.collect.triton_hook import LaunchHook
+
+    LaunchHook().configure()
+    yield runtime
+    LaunchHook().configure()
+
+
+def launch(knobs, backend, raw_name, meta_fn=None, duration=100):
+    md = LazyDict({"name": raw_name, "function": 1, "stream": 0}, meta_fn)
+    knobs.launch_enter_hook(md)
+    backend.launch(raw_name, duration)
+    knobs.launch_exit_hook(md)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)[0]
+
+
+def names(node):
+    return sorted(c["frame"]["name"] for c in node["children"])
+
+
+def test_launch_metadata_renames_the_kernel_and_adds_its_metrics(knobs, fake):
+    proton.start("hooked", backend="fake", hook="triton")
+    assert knobs.launch_enter_hook is not None
+    meta = lambda: {"name": "add_4096", "flops32": 4096, "bytes": 12.0 * 4096, "extra": 7, "tag": "x"}  # noqa: E731
+    with proton.scope("hooked"):
+        for _ in range(3):
+            launch(knobs, fake(), "add_kernel", meta, 900)
+    proton.finalize()
+    assert knobs.launch_enter_hook is None
+    root = load("hooked.hatchet")
+    assert root["metrics"] == {"bytes": 0, "count": 0, "extra": 0, "flops32": 0, "time (ns)": 0}
+    (kernel,) = root["children"][0]["children"]
+    assert kernel["frame"]["name"] == "add_4096"
+    assert kernel["children"] == []
+    assert kernel["metrics"] == {"bytes": 147456, "count": 3, "device_id": "0", "device_type": "CUDA",
+                                 "extra": 21, "flops32": 12288.0, "time (ns)": 2700}
+
+
+def test_kernels_launched_inside_launch_metadata_stay_out_of_the_users_tree(knobs, fake):
+    proton.start("meta", backend="fake", hook="triton")
+
+    def meta():
+        fake().launch("helper_copy", 5)  # e.g. a .item() on a device tensor
+        return {"name": "owner"}
+
+    with proton.scope("s"):
+        launch(knobs, fake(), "owner_kernel", meta)
+    proton.finalize()
+    root = load("meta.hatchet")
+    assert names(root) == ["s"]
+    s = root["children"][0]
+    assert names(s) == ["__proton_launch_metadata", "owner"]
+    helper = s["children"][0]
+    assert names(helper) == ["owner_kernel"] and names(helper["children"][0]) == ["helper_copy"]
+
+
+def test_include_and_exclude_filters_skip_metadata_evaluation(knobs, fake):
+    from lepton.collect.triton_hook import LaunchHook
+
+    calls = []
+    proton.start("filtered", backend="fake", hook="triton")
+    LaunchHook().configure(include="keep")
+    launch(knobs, fake(), "drop_me", lambda: calls.append("drop") or {"name": "x"})
+    launch(knobs, fake(), "keep_me", lambda: calls.append("keep") or {"name": "keep_renamed"})
+    LaunchHook().configure(exclude="keep")
+    launch(knobs, fake(), "keep_me", lambda: calls.append("keep2") or {"name": "kept2"})
+    proton.finalize()
+    assert calls == ["keep"]
+    assert names(load("filtered.hatchet")) == ["drop_me", "keep_me", "keep_renamed"]
+
+
+def test_each_threads_launch_gets_its_own_metrics(knobs, fake):
+    proton.start("mt", backend="fake", hook="triton")
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        barrier.wait()
+        for _ in range(25):
+            launch(knobs, fake(), "k", lambda: {"name": f"k_{i}", "flops": i}, 10)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    proton.finalize()
+    root = load("mt.hatchet")
+    got = {c["frame"]["name"]: (c["metrics"]["count"], c["metrics"]["flops"]) for c in root["children"]}
+    assert got == {f"k_{i}": (25, 25.0 * i) for i in range(8)}
+
+
+def test_another_tools_hook_is_not_silently_replaced(knobs):
+    knobs.launch_enter_hook = lambda md: None
+    with pytest.raises(RuntimeError, match="already set by another tool"):
+        proton.start("clash", backend="fake", hook="triton")
+    proton.finalize()
