@@ -8,6 +8,7 @@ import os
 from typing import Optional, Union
 
 from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
+from .collect import nvtx
 from .collect.backend import backend_factory
 from .errors import UsageError
 from .runtime import RUNTIME
@@ -90,6 +91,7 @@ def start(name: Optional[str] = None, *, context: Optional[str] = "shadow", data
         raise UsageError(f"Unsupported hook: {hook} (the only hook name is 'triton')")
     sid = RUNTIME.start(name, context or "shadow", data or "tree", backend, _mode_string(mode), hook)
     _install_hook(hook, sid)
+    nvtx.install()
     return sid
 
 
@@ -110,6 +112,8 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     if session is None or session != RUNTIME.cli_session:
         _unregister_hooks(session)
     RUNTIME.finalize(session, output_format or "")
+    if not RUNTIME.sessions:
+        nvtx.uninstall()
 
 
 def _unregister_hooks(session: Optional[int]) -> None:

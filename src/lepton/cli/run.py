@@ -1,0 +1,441 @@
+"""`lepton [options] TARGET [args]`: run a script, a module or pytest under one profiling session.
+
+Parse -> typed `Options` -> `run`. The target runs in this process as `__main__`, with the
+`sys.argv`, `sys.path[0]` and exit code python would give it, and the profile is written however it
+ends: a normal return, an exception (exit 1), `sys.exit(n)` (exit n), Ctrl-C (exit 130) or SIGTERM
+(exit 143). Triton 3.6's `proton` CLI writes nothing in the last four cases, which are the runs a
+user most wants to look at.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.util
+import os
+import re
+import runpy
+import signal
+import sys
+import threading
+import traceback
+import zipfile
+from dataclasses import dataclass
+from typing import Iterator, Literal, Optional, Sequence
+
+from .. import __version__, api, writers
+from ..collect.backend import backend_names
+from ..errors import LeptonError, UsageError
+from ..runtime import RUNTIME
+from ..session import CONTEXTS, DATA_KINDS, Session
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # an uncaught exception, as python
+EXIT_USAGE = 2  # bad command line, as python and argparse
+EXIT_SIGINT = 128 + signal.SIGINT  # 130, what a shell reports for Ctrl-C
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
+
+# torchrun sets RANK; Open MPI's mpirun sets OMPI_COMM_WORLD_RANK. The first one set wins.
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK")
+
+TargetKind = Literal["script", "module", "pytest"]
+USAGE = ("lepton [options] script.py [args]\n"
+         "       lepton [options] pytest [args]\n"
+         "       lepton [options] python -m module [args]")
+_PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run: a script path (file, directory or zip), a module name, or pytest."""
+
+    kind: TargetKind
+    name: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Options:
+    name: str  # output path without extension; absolute, rank suffix applied
+    backend: Optional[str]  # None: chosen by `lepton.start`
+    context: Literal["shadow", "python"]
+    data: Literal["tree", "trace"]
+    mode: Optional[str]
+    hook: Optional[Literal["triton"]]
+    print_metrics: Optional[str]
+    target: Target
+
+
+# -- parse --------------------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse prints usage + message on 2 lines; we want one line
+        raise UsageError(message)
+
+
+def _backend_choices() -> list[str]:
+    # "cupti" registers itself when `lepton.collect.cupti` is imported, which `start` does lazily.
+    return sorted(set(backend_names()) | {"cupti"})
+
+
+# (flags, argparse keywords). Every option takes a value, which the target splitter relies on.
+_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
+    (("-n", "--name"), dict(metavar="NAME", help="output path without extension (default: proton, "
+                                                 "relative to the current directory)")),
+    (("-b", "--backend"), dict(type=str.lower, choices=_backend_choices(),
+                               help="profiler backend (default: cupti where a GPU is usable)")),
+    (("-c", "--context"), dict(type=str.lower, choices=CONTEXTS, default="shadow",
+                               help="context source (default: shadow)")),
+    (("-m", "--mode"), dict(metavar="MODE", help="backend mode, e.g. pcsampling")),
+    (("-d", "--data"), dict(type=str.lower, choices=DATA_KINDS, default="tree",
+                            help="tree (hatchet file) or trace (chrome trace) (default: tree)")),
+    (("-k", "--hook"), dict(type=str.lower, choices=("triton",), help="launch hook")),
+    (("--print",), dict(dest="print_metrics", metavar="METRICS",
+                        help="print the viewer's tree of METRICS (e.g. time/ms) when the run ends")),
+)
+_VALUE_FLAGS = frozenset(flag for flags, _ in _OPTIONS for flag in flags)
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="lepton", usage=USAGE, allow_abbrev=False,
+                description="Run a Python program under the Lepton profiler; the profile is written "
+                            "however the program ends.")
+    for flags, kwargs in _OPTIONS:
+        p.add_argument(*flags, **kwargs)
+    p.add_argument("--version", action="version", version=f"lepton {__version__}")
+    return p
+
+
+def split_target(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Splits `argv` into lepton's options and the target's words: the target starts at the first
+    word that is not an option or an option's value (or after `--`). So `lepton -m pcsampling
+    python -m mod` gives `-m` to lepton once and to python once."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return list(argv[:i]), list(argv[i + 1:])
+        if not word.startswith("-") or word == "-":
+            return list(argv[:i]), list(argv[i:])
+        i += 2 if word in _VALUE_FLAGS else 1
+    return list(argv), []
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """The typed options, or `UsageError` (one line) for anything wrong on the command line.
+    `-h` and `--version` print and raise `SystemExit(0)`, as argparse does."""
+    own, words = split_target(argv)
+    ns = _parser().parse_args(own)
+    target = parse_target(words)
+    if ns.print_metrics is not None and ns.data != "tree":
+        raise UsageError("--print needs --data tree (the viewer reads tree profiles)")
+    name = ns.name if ns.name is not None else api.DEFAULT_PROFILE_NAME
+    if name in ("", "-"):
+        if ns.print_metrics is not None:
+            raise UsageError("--print needs a file name (-n), not '-' (stdout)")
+    else:
+        # Resolved now, so a script that changes directory still writes where lepton was started.
+        name = ranked_name(os.path.abspath(name), rank_from_env(os.environ))
+    return Options(name=name, backend=ns.backend, context=ns.context, data=ns.data, mode=ns.mode,
+                   hook=ns.hook, print_metrics=ns.print_metrics, target=target)
+
+
+def parse_target(words: Sequence[str]) -> Target:
+    if not words:
+        raise UsageError("no target: give a script, 'pytest [args]' or 'python -m module [args]'")
+    head, rest = words[0], tuple(words[1:])
+    base = os.path.basename(head)
+    if base in ("pytest", "py.test"):
+        if importlib.util.find_spec("pytest") is None:
+            raise UsageError(f"pytest is not installed for {sys.executable}")
+        return Target("pytest", head, rest)
+    if _PYTHON_NAME.match(base):
+        return _python_target(rest)
+    return _script_target(head, rest)
+
+
+def _python_target(rest: tuple[str, ...]) -> Target:
+    """`python -m MODULE args` (also `-mMODULE`) or `python SCRIPT args`: python runs in-process,
+    as lepton's own interpreter."""
+    if rest and rest[0].startswith("-m"):
+        module = rest[0][2:] or (rest[1] if len(rest) > 1 else "")
+        args = rest[1:] if rest[0] != "-m" else rest[2:]
+        if not module:
+            raise UsageError("python -m: a module name is needed")
+        _check_module(module)
+        return Target("module", module, args)
+    if rest and not rest[0].startswith("-"):
+        return _script_target(rest[0], rest[1:])
+    raise UsageError("a python target must be 'python -m MODULE [args]' or 'python SCRIPT [args]'")
+
+
+def _script_target(path: str, args: tuple[str, ...]) -> Target:
+    if not os.path.exists(path):
+        raise UsageError(f"can't open file {path!r}: No such file or directory")
+    if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "__main__.py")):
+        raise UsageError(f"can't find '__main__' module in {path!r}")
+    return Target("script", path, args)
+
+
+def _check_module(module: str) -> None:
+    """Checks the top-level package is findable from where `python -m` would look first (the
+    current directory). Submodules are left to runpy: finding them would import their parents
+    before profiling starts."""
+    if module.startswith("."):
+        raise UsageError(f"relative module names are not supported: {module}")
+    top = module.partition(".")[0]
+    saved = sys.path[:]
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(top) is not None
+    finally:
+        sys.path[:] = saved
+    if not found:
+        raise UsageError(f"No module named {top}")
+
+
+def rank_from_env(env) -> Optional[str]:
+    """The process's rank from the launcher's environment, or None for a single process."""
+    for var in RANK_VARIABLES:
+        value = env.get(var, "").strip()
+        if value:
+            if not value.isdigit():
+                raise UsageError(f"{var}={value!r} is not a rank (a non-negative integer)")
+            return str(int(value))
+    return None
+
+
+def ranked_name(name: str, rank: Optional[str]) -> str:
+    """`NAME.rank<R>`, so that no two processes of a job write one file. A name that already ends
+    in a format's extension keeps it last: `out.hatchet` -> `out.rank1.hatchet`."""
+    if rank is None:
+        return name
+    for fmt in writers.RENDERERS:
+        ext = "." + fmt
+        if name.endswith(ext):
+            return f"{name[:-len(ext)]}.rank{rank}{ext}"
+    return f"{name}.rank{rank}"
+
+
+# -- run ----------------------------------------------------------------------------------------------
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs `lepton` with `argv` (default: `sys.argv[1:]`); returns the exit code."""
+    try:
+        opts = parse_args(sys.argv[1:] if argv is None else argv)
+    except UsageError as e:
+        _say(f"error: {e}")
+        return EXIT_USAGE
+    except SystemExit as e:  # -h, --version
+        return _exit_code(e.code)
+    return run(opts)
+
+
+def console_main() -> None:
+    sys.exit(main())
+
+
+def run(opts: Options) -> int:
+    """Starts the session, runs the target, writes the profile(s); returns the exit code: the
+    target's, or the viewer's when the target succeeded and `--print` failed."""
+    first_new_id = RUNTIME.next_id
+    try:
+        sid = api.start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,
+                        mode=opts.mode, hook=opts.hook)
+    except UsageError as e:
+        _say(f"error: {e}")
+        return EXIT_USAGE
+    except (LeptonError, ImportError, OSError) as e:  # no CUPTI, another profiler holds it, ...
+        _say(f"error: could not start profiling: {e}")
+        return EXIT_ERROR
+    if sid is None:
+        _say("profiling is disabled (LEPTON_DISABLE or TRITON_PROTON_DISABLE); no profile is written")
+    RUNTIME.cli_session = sid
+    try:
+        code = run_target(opts.target)
+    finally:
+        RUNTIME.cli_session = None
+    with signals_deferred() as received:
+        files, write_failed = _finalize(sid, first_new_id)
+    if code == EXIT_OK and write_failed:
+        code = EXIT_ERROR
+    if code == EXIT_OK and received:
+        code = EXIT_SIGINT if signal.SIGINT in received else EXIT_SIGTERM
+    if opts.print_metrics is not None and files:
+        printed = _print_trees(opts.print_metrics, files)
+        code = code or printed
+    return code
+
+
+def run_target(target: Target) -> int:
+    """Runs the target as `__main__`; returns its exit code. Never raises."""
+    try:
+        with _target_environment(target), _sigterm_exits():
+            return _RUNNERS[target.kind](target)
+    except SystemExit as e:
+        return _exit_code(e.code)
+    except KeyboardInterrupt as e:
+        _print_exception(e)
+        return EXIT_SIGINT
+    except BaseException as e:  # noqa: BLE001  (printed as python would, then exit 1)
+        _print_exception(e)
+        return EXIT_ERROR
+
+
+def _run_script(target: Target) -> int:
+    # Since 3.9 python gives __main__ an absolute __file__; sys.argv[0] stays as typed.
+    runpy.run_path(os.path.abspath(target.name), run_name="__main__")
+    return EXIT_OK
+
+
+def _run_module(target: Target) -> int:
+    # alter_sys sets sys.argv[0] to the module's file, as `python -m` does.
+    runpy.run_module(target.name, run_name="__main__", alter_sys=True)
+    return EXIT_OK
+
+
+def _run_pytest(target: Target) -> int:
+    import pytest
+
+    return int(pytest.main(list(target.args)))
+
+
+_RUNNERS = {"script": _run_script, "module": _run_module, "pytest": _run_pytest}
+
+
+@contextlib.contextmanager
+def _target_environment(target: Target) -> Iterator[None]:
+    """`sys.argv` and `sys.path[0]` as python gives them to the target; restored afterwards."""
+    if target.kind == "script":
+        path = os.path.realpath(target.name)  # python resolves symbolic links here too
+        path0 = path if os.path.isdir(path) or zipfile.is_zipfile(path) else os.path.dirname(path)
+        argv0 = target.name
+    else:  # `python -m` and `python -m pytest` put the current directory first
+        path0, argv0 = os.getcwd(), ("-m" if target.kind == "module" else target.name)
+    saved_argv, saved_path = sys.argv, sys.path[:]
+    sys.argv = [argv0, *target.args]
+    if sys.path:
+        sys.path[0] = path0
+    else:
+        sys.path.append(path0)
+    try:
+        yield
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # signal.signal's requirement
+
+
+@contextlib.contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """While the target runs, SIGTERM raises `SystemExit(143)`: finally-blocks run and the profile
+    is written. A SIGTERM the launcher set to be ignored stays ignored."""
+    if not _on_main_thread() or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise SystemExit(EXIT_SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """While the profile is written, SIGINT and SIGTERM are recorded (in the yielded list) instead
+    of interrupting the write: torchrun sends SIGTERM to every rank when one fails, which may be
+    while the others are writing. SIGKILL still ends the process."""
+    received: list[int] = []
+    if not _on_main_thread():
+        yield received
+        return
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def _exit_code(code) -> int:
+    """`SystemExit.code` as python turns it into an exit status."""
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _print_exception(exc: BaseException) -> None:
+    """Prints `exc` through `sys.excepthook`, as python does for an uncaught exception, without
+    the leading frames of this runner and runpy."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "runpy"):
+        tb = tb.tb_next
+    sys.stdout.flush()
+    sys.excepthook(type(exc), exc, tb)
+
+
+# -- write --------------------------------------------------------------------------------------------
+def _finalize(sid: Optional[int], first_new_id: int) -> tuple[list[str], bool]:
+    """Finalizes the CLI's session and any the target started and left open (as Proton's CLI
+    finalizes all); says on stderr where each profile went. Returns (files written, any failure)."""
+    if sid is not None and sid not in RUNTIME.sessions:
+        _say("the script finalized the profiling session itself; its profile was written then")
+    ids = sorted(i for i in RUNTIME.sessions if i == sid or i >= first_new_id)
+    files: list[str] = []
+    failed = False
+    for i in ids:
+        session_files = _output_files(RUNTIME.sessions[i])
+        try:
+            api.finalize(i)
+        except Exception:  # noqa: BLE001  (shown in full; the exit code says it failed)
+            _say(f"error: could not write the profile {', '.join(session_files)}:")
+            traceback.print_exc()
+            failed = True
+            continue
+        files += [f for f in session_files if f != "-"]
+        shown = ["stdout" if f == "-" else f for f in session_files]
+        _say(f"profile{'s' if len(shown) > 1 else ''} written to {', '.join(shown)}")
+    return files, failed
+
+
+def _output_files(session: Session) -> list[str]:
+    """The files `finalize` writes for `session` (Runtime.write's naming: one per live phase)."""
+    if session.path in ("", "-"):
+        return ["-"]
+    fmt = session.check_format("")
+    return [writers.output_path(session.path, fmt, "" if session.phase == 0 else f".part_{phase}")
+            for phase in sorted(session.phases)]
+
+
+def _print_trees(metrics: str, files: list[str]) -> int:
+    """`--print`: the viewer's tree of each file. The viewer is optional: without it, one note."""
+    try:
+        view = importlib.import_module("lepton.cli.view")
+    except ImportError as e:
+        _say(f"--print: the viewer is not available ({e}); run: lepton-view -m {metrics} {files[0]}")
+        return EXIT_OK
+    code = EXIT_OK
+    for path in files:
+        sys.stdout.flush()
+        try:
+            code = code or view.main(["-m", metrics, path])
+        except Exception:  # noqa: BLE001  (shown in full; the exit code says it failed)
+            _say(f"error: --print failed on {path}:")
+            traceback.print_exc()
+            code = code or EXIT_ERROR
+    return code
+
+
+def _say(message: str) -> None:
+    sys.stdout.flush()
+    print(f"lepton: {message}", file=sys.stderr, flush=True)
