@@ -16,6 +16,7 @@ from .collect.backend import Backend, backend_factory, backend_names
 from .collect.contexts import ShadowStacks, python_path
 from .errors import SessionNotFound, UsageError
 from .model.aggregate import kernel_paths
+from .model.metrics import MetricKind, MetricSpec
 from .model.paths import ROOT, PathTable
 from .model.profile import Profile
 from .model.records import KernelBatch
@@ -345,7 +346,7 @@ class Runtime:
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, metrics)
 
-    def enter_op(self, name: str, metrics: dict | None) -> int:
+    def enter_op(self, name: str, metrics: dict | None, properties: dict | None = None) -> int:
         """A kernel launch is about to happen on this thread under the op node `name` (launch
         hook): the node is created, gets the launch's metrics, and the kernel will land on it."""
         t = self.shadow.thread()
@@ -353,9 +354,12 @@ class Runtime:
         op = self.paths.op(base, name)
         for scopes in self.scope_sets:
             scopes.add(op)
-        if metrics:
+        if metrics or properties:
+            values = dict(metrics or {})
+            for key, value in (properties or {}).items():
+                values[MetricSpec(key, MetricKind.NODE_PROPERTY)] = value
             for s in self.active:
-                s.add_metrics(op, metrics)
+                s.add_metrics(op, values)
         if self.push is not None:
             self.push(op)
             t.pushed.append(op)

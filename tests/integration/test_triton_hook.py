@@ -128,3 +128,37 @@ def test_another_tools_hook_is_not_silently_replaced(knobs):
     with pytest.raises(RuntimeError, match="already set by another tool"):
         proton.start("clash", backend="fake", hook="triton")
     proton.finalize()
+
+
+def test_triton_kernels_carry_their_compiled_properties(knobs, fake, monkeypatch):
+    class CompiledKernel:
+        def __init__(self):
+            self.metadata = types.SimpleNamespace(num_warps=4, num_stages=3, shared=8192)
+            self.n_regs, self.n_spills, self.function = 40, 2, None
+
+        def launch_metadata(self, grid, stream, *args):
+            return LazyDict({"name": "matmul_kernel", "function": None, "stream": stream},
+                            lambda: {"name": "matmul [M=64]", "flops16": 2.0})
+
+    compiler = types.ModuleType("triton.compiler.compiler")
+    compiler.CompiledKernel = CompiledKernel
+    monkeypatch.setitem(sys.modules, "triton.compiler", types.ModuleType("triton.compiler"))
+    monkeypatch.setitem(sys.modules, "triton.compiler.compiler", compiler)
+    original = CompiledKernel.launch_metadata
+    proton.start("props", backend="fake", hook="triton")
+    assert CompiledKernel.launch_metadata is not original
+    kernel = CompiledKernel()
+    for _ in range(2):
+        md = kernel.launch_metadata((1,), 0)  # what Triton calls right before the launch hook
+        knobs.launch_enter_hook(md)
+        fake().launch("matmul_kernel", 50)
+        knobs.launch_exit_hook(md)
+    proton.finalize()
+    assert CompiledKernel.launch_metadata is original  # unwrapped at finalize
+    root = load("props.hatchet")
+    (node,) = root["children"]
+    assert node["frame"]["name"] == "matmul [M=64]"
+    m = node["metrics"]
+    assert (m["num_warps"], m["num_stages"], m["shared_bytes"], m["registers"], m["spills"]) == (4, 3, 8192, 40, 2)
+    assert m["count"] == 2 and m["flops16"] == 4.0
+    assert "num_warps" not in root["metrics"] and root["metrics"]["flops16"] == 0

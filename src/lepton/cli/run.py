@@ -381,7 +381,8 @@ def _print_exception(exc: BaseException) -> None:
     while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "runpy"):
         tb = tb.tb_next
     sys.stdout.flush()
-    sys.excepthook(type(exc), exc, tb)
+    # The hook prints exc.__traceback__ when the exception has one, whatever `tb` it is given.
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
 
 
 # -- write --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Optional
 
 from ..runtime import RUNTIME
 from ..state import COMPUTE_METADATA_SCOPE_PREFIX, enter_state, exit_state
+from . import kernel_props
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
 
@@ -75,7 +76,9 @@ class LaunchHook:
             if name != raw_name and not self._wanted(name):
                 return
             metrics = {k: v for k, v in values.items() if k not in _RESERVED_KEYS and _is_metric_value(v)}
-            tls.op = RUNTIME.enter_op(str(name), metrics)
+            kernel = kernel_props.take_current_kernel()
+            props = kernel_props.properties(kernel) if kernel is not None else None
+            tls.op = RUNTIME.enter_op(str(name), metrics, props)
         finally:
             tls.busy = False
 
@@ -123,6 +126,7 @@ def register(session: int) -> None:
     hook = LaunchHook()
     if not hook.sessions:
         _install(hook)
+        kernel_props.install()
     hook.sessions.add(session)
 
 
@@ -131,3 +135,4 @@ def unregister(session: int) -> None:
     hook.sessions.discard(session)
     if not hook.sessions:
         _uninstall(hook)
+        kernel_props.uninstall()

@@ -19,6 +19,11 @@ class MetricKind(enum.Enum):
     INCLUSIVE = "inclusive"  # no suffix: the viewer sums it over subtrees
     EXCLUSIVE = "exclusive"  # "(exc)": per node only
     PROPERTY = "property"  # "(pty)": last value wins
+    NODE_PROPERTY = "node property"  # last value wins and per node only (kernel properties)
+
+
+PER_NODE_KINDS = frozenset({MetricKind.EXCLUSIVE, MetricKind.NODE_PROPERTY})
+OVERWRITE_KINDS = frozenset({MetricKind.PROPERTY, MetricKind.NODE_PROPERTY})
 
 
 @dataclass(frozen=True)
@@ -36,9 +41,11 @@ _TYPE_NAMES = {int: "int64_t", float: "double", (list, int): "std::vector<int64_
                (list, float): "std::vector<double>"}
 
 
-def parse_metric_name(raw: str) -> MetricSpec:
+def parse_metric_name(raw) -> MetricSpec:
     """`"a (pty)"` -> MetricSpec("a", PROPERTY); `"cpu_time (ns)(exc)"` -> ("cpu_time (ns)", EXCLUSIVE).
-    `(inc)` is not a suffix we strip (Proton keeps it in the name)."""
+    `(inc)` is not a suffix we strip (Proton keeps it in the name). A `MetricSpec` passes through."""
+    if isinstance(raw, MetricSpec):
+        return raw
     name = raw.strip()
     kind = MetricKind.INCLUSIVE
     if name.endswith("(exc)"):
@@ -99,7 +106,7 @@ def merge_metric(name: str, kind: MetricKind, current, new):
     if isinstance(new, list) and len(new) != len(current):
         raise MetricTypeError(
             f"Vector metric size mismatch for valueId 0 ({name}): current={len(current)}, new={len(new)}")
-    if kind is MetricKind.PROPERTY:
+    if kind in OVERWRITE_KINDS:
         return list(new) if isinstance(new, list) else new
     if isinstance(new, list):
         return [a + b for a, b in zip(current, new)]

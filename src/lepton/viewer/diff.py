@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .derive import Column
-from .tree import NO_PARENT, Tree
+from .tree import NO_PARENT, Tree, depths_of
 
 BOTH, ONLY_LEFT, ONLY_RIGHT = 0, 1, 2
 
@@ -38,7 +38,7 @@ def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns:
     in_right[right_row] = True
     side[(side == ONLY_LEFT) & in_right] = BOTH
     parent_array = np.array(parents, dtype=np.int64)
-    tree = Tree(parent=parent_array, depth=_depths(parent_array), names=names, frame_types=frame_types,
+    tree = Tree(parent=parent_array, depth=depths_of(parent_array), names=names, frame_types=frame_types,
                 root_keys=left.root_keys, key_order=left.key_order, devices=left.devices)
     columns = []
     for i, column in enumerate(left_columns):
@@ -67,10 +67,3 @@ def _union(tree: Tree, index: dict, parents: list, names: list, frame_types: lis
         rows[i] = row
     return rows
 
-
-def _depths(parents: np.ndarray) -> np.ndarray:
-    depth = [0] * len(parents)
-    for i, parent in enumerate(parents.tolist()):
-        if parent != NO_PARENT:
-            depth[i] = depth[parent] + 1
-    return np.array(depth, dtype=np.int64)

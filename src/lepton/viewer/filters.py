@@ -18,7 +18,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from .derive import Column
-from .tree import NO_PARENT, Tree, group_sum
+from .tree import NO_PARENT, Tree, depths_of, group_sum
 
 NameFormat = Literal["full", "file_function_line", "function_line", "file_function"]
 NAME_FORMATS: tuple[str, ...] = ("full", "file_function_line", "function_line", "file_function")
@@ -107,7 +107,7 @@ def squash(tree: Tree, keep: np.ndarray) -> tuple[Tree, np.ndarray, np.ndarray]:
                for key, values in tree.numbers.items()}
     new_tree = Tree(
         parent=group_parents,
-        depth=_depths(group_parents),
+        depth=depths_of(group_parents),
         names=[tree.names[i] for i in members],
         frame_types=[tree.frame_types[i] for i in members],
         numbers=numbers,
@@ -144,13 +144,6 @@ def _merge_same_frames(tree: Tree, kept: np.ndarray, parents: np.ndarray) -> tup
         groups[j] = group_of_frame[key]
     return groups, np.array(group_parents, dtype=np.int64)
 
-
-def _depths(parents: np.ndarray) -> np.ndarray:
-    depth = [0] * len(parents)
-    for i, parent in enumerate(parents.tolist()):
-        if parent != NO_PARENT:
-            depth[i] = depth[parent] + 1
-    return np.array(depth, dtype=np.int64)
 
 
 def format_name(name: str, style: str) -> str:

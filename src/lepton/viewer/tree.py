@@ -93,6 +93,15 @@ class Tree:
         return out
 
 
+def depths_of(parents: np.ndarray) -> np.ndarray:
+    """Depth of every node from its parent index (parents come before children)."""
+    depth = [0] * len(parents)
+    for i, parent in enumerate(parents.tolist()):
+        if parent != NO_PARENT:
+            depth[i] = depth[parent] + 1
+    return np.array(depth, dtype=np.int64)
+
+
 def group_sum(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
     """Sums `values` by group, NaN-skipping; a group with no value is NaN (pandas `min_count=1`)."""
     present = ~np.isnan(values)

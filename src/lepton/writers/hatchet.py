@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..model.metrics import MetricKind
+from ..model.metrics import PER_NODE_KINDS
 from ..model.profile import Profile
 from ..model.tree import Node, TreeData, build_tree
 
@@ -34,7 +34,7 @@ def root_zeros(profile: Profile, root: Node) -> dict:
     if data.kernels:
         zeros.update({"count": 0, "time (ns)": 0})
     for name, spec in data.specs.items():
-        if spec.kind is not MetricKind.EXCLUSIVE:
+        if spec.kind not in PER_NODE_KINDS:
             zeros[name] = 0
     zeros.update(root.metrics)  # metrics added on ROOT itself keep their value
     if profile.dropped_records:

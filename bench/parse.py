@@ -1,0 +1,90 @@
+"""CUPTI buffer parsing throughput, on the CPU: 1,000,000 kernels' worth of synthetic activity
+buffers (each launch: an external-correlation record, a runtime API record and a kernel record,
+as CUPTI 13.0 lays them out) parsed, attributed to their scopes and aggregated per call-tree node.
+
+usage:  python bench/parse.py [--kernels 1000000]     prints  parse_1m_s=<seconds per 1M kernels>
+`run()` returns the same number, for bench/core.py.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+from lepton.collect.cupti import synthetic  # noqa: E402
+from lepton.collect.cupti.collector import Collector  # noqa: E402
+from lepton.model.aggregate import kernel_paths, sum_by_group  # noqa: E402
+from lepton.model.paths import PathTable  # noqa: E402
+
+BUFFER_BYTES = 8 << 20  # what the backend hands CUPTI
+KERNEL_NAMES = ["add_kernel", "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE",
+                "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_"]
+
+
+class AggregatingSink:
+    """What the runtime does with a batch, reduced to its arithmetic: kernel paths, then sums."""
+
+    def __init__(self, paths: PathTable) -> None:
+        self.paths = paths
+        self.time_ns: dict[int, int] = {}
+        self.count: dict[int, int] = {}
+        self.dropped = 0
+
+    def ingest(self, batch) -> None:
+        pids, inverse = kernel_paths(self.paths, batch)
+        t, c, _ = sum_by_group(inverse, len(pids), batch.end_ns - batch.start_ns, batch.device_id)
+        for pid, ti, ci in zip(pids.tolist(), t.tolist(), c.tolist()):
+            self.time_ns[pid] = self.time_ns.get(pid, 0) + ti
+            self.count[pid] = self.count.get(pid, 0) + ci
+
+    def report_dropped(self, count: int, reason: str) -> None:
+        self.dropped += count
+
+
+def make_buffers(n: int, paths: PathTable, seed: int = 0) -> list[np.ndarray]:
+    """`n` launches from 64 scopes (some launched outside every scope), 3 kernel names."""
+    rng = np.random.default_rng(seed)
+    scopes = [0] + [paths.extend(0, ["step", f"layer_{i}"]) for i in range(63)]
+    ext_ids = np.asarray(scopes)[rng.integers(0, len(scopes), n)]
+    name_ptrs = (0x7F00_0000_1000 + 0x40 * rng.integers(0, len(KERNEL_NAMES), n)).astype(np.uint64)
+    kinds, kernel, api, ext, _ = synthetic.launch_stream(n, ext_ids=ext_ids, names=name_ptrs)
+    return synthetic.split(kinds, kernel, api, ext, BUFFER_BYTES)
+
+
+def run(n: int = 1_000_000, repeat: int = 3) -> float:
+    """Seconds to parse, attribute and aggregate `n` kernels (best of `repeat`), scaled to 1M."""
+    paths = PathTable()
+    bufs = make_buffers(n, paths)
+    names = {0x7F00_0000_1000 + 0x40 * i: s for i, s in enumerate(KERNEL_NAMES)}
+    best = float("inf")
+    for _ in range(repeat):
+        sink = AggregatingSink(paths)
+        col = Collector(sink, names.__getitem__)
+        t0 = time.perf_counter()
+        for i in range(0, len(bufs), 4):  # the backend processes every 4 completed buffers
+            for b in bufs[i:i + 4]:
+                col.add_buffer(b, len(b))
+            col.process(flush=False)
+        col.process(flush=True)
+        best = min(best, time.perf_counter() - t0)
+        if sum(sink.count.values()) != n or sink.dropped:
+            raise AssertionError(f"counted {sum(sink.count.values())} of {n} kernels, "
+                                 f"{sink.dropped} dropped")
+    return best * 1_000_000 / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernels", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    print(f"parse_1m_s={run(a.kernels, a.repeat):.3f}")
+
+
+if __name__ == "__main__":
+    main()

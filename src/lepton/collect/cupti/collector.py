@@ -1,0 +1,225 @@
+"""From completed CUPTI buffers to `KernelBatch`es: parse, join, attribute. No ctypes here.
+
+What it joins (all by CUPTI correlation id, the id of the launch API call):
+- an API record gives the launch's CPU time (`launch_ns`, which decides the sessions and phase);
+- an external-correlation record of kind CUSTOM2, written just before the API record, gives the
+  path id that was on top of the launching thread's stack: the kernel's parent path;
+- a kernel record gives GPU start/end, device, stream, name; a graph replay's kernels all share the
+  `cuGraphLaunch`'s correlation id and carry their graph node id.
+
+The join state is a direct-mapped table indexed by `correlation_id % 2**20`, each slot tagged with
+the id it holds, so a kernel finds its launch even when the launch's records were in an earlier
+buffer (a graph launched once can complete across several buffers). CUPTI numbers API calls
+consecutively, so a slot is overwritten only after 2**20 further calls: far longer than any kernel
+stays in flight.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+
+from ...model.records import UNKNOWN_LAUNCH_NS, KernelBatch, KernelSink
+from . import layout, parser
+from .graphs import GraphNodePaths, replay_parents
+
+RecordSizer = Callable[[np.ndarray, int, int], int]
+"""`(buffer, valid_bytes, offset) -> size in bytes of the record at offset` (0 if unknown):
+`cuptiActivityGetNextRecord` in the backend, a table lookup in tests."""
+
+_CALIBRATION_RECORDS = 256  # records stepped through with the sizer per buffer until calibrated
+
+
+class Collector:
+    """Turns completed activity buffers into kernel batches for `sink`.
+
+    `add_buffer` is called from CUPTI's buffer-completion thread, `process` from it too (when many
+    buffers are pending) and from the thread that flushes; `lock` serialises them.
+    """
+
+    def __init__(self, sink: KernelSink, resolve_name: Callable[[int], str], *,
+                 graphs: GraphNodePaths | None = None, record_size: RecordSizer | None = None,
+                 clock_offset_ns: int = 0, table_bits: int = 20) -> None:
+        self.sink = sink
+        self.resolve_name = resolve_name
+        self.graphs = graphs if graphs is not None else GraphNodePaths()
+        self.record_size = record_size
+        self.clock_offset_ns = clock_offset_ns
+        self.lock = threading.RLock()
+        self.table = layout.size_table()
+        self.calibrated = record_size is None  # True once the kernel stride was checked with CUPTI
+        self.pending: list[tuple[np.ndarray, int]] = []
+        self.pending_bytes = 0
+        self._done: list[np.ndarray] = []  # parsed buffers, for the backend to reuse
+        self.kernels_delivered = 0
+        self.invalid_kernels = 0
+        self._held: parser.Records | None = None
+        self._names: dict[int, str] = {}
+        self._mask = (1 << table_bits) - 1
+        # Zero means empty, so the tables cost no memory until touched (np.zeros maps lazily):
+        # _key holds corr+1, _launch holds the CUPTI launch time (never 0 for a real record).
+        self._key = np.zeros(1 << table_bits, np.int64)
+        self._ext = np.zeros(1 << table_bits, np.int64)
+        self._launch = np.zeros(1 << table_bits, np.int64)
+
+    # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
+    def add_buffer(self, buf: np.ndarray, valid_bytes: int) -> None:
+        """Queues a completed buffer. Called from CUPTI's buffer-completion thread."""
+        with self.lock:
+            self.pending.append((buf, valid_bytes))
+            self.pending_bytes += valid_bytes
+
+    def take_parsed_buffers(self) -> list[np.ndarray]:
+        """Buffers already parsed, for reuse (see `process`)."""
+        with self.lock:
+            done, self._done = self._done, []
+            return done
+
+    # -- processing ------------------------------------------------------------------------------------
+    def process(self, flush: bool) -> int:
+        """Parses every pending buffer and delivers its kernels; returns how many were delivered.
+
+        With `flush=False` (called from CUPTI's buffer thread while collecting), kernels whose launch
+        record has not arrived yet are held for the next call. With `flush=True` (after a device
+        synchronize and a CUPTI flush, so every launch record is in) everything is delivered; kernels
+        with no launch record go under ROOT with an unknown launch time.
+        """
+        with self.lock:
+            pending, self.pending, self.pending_bytes = self.pending, [], 0
+            parts = [self._parse(buf, valid) for buf, valid in pending]
+            self._done += [buf for buf, _ in pending]
+            if self._held is not None:
+                parts.append(self._held)
+                self._held = None
+            if not parts:
+                return 0
+            rec = parser.Records.concat(parts)
+            self._remember_launches(rec)
+            batch = self._attribute(rec, flush)
+            if batch is None or not len(batch):
+                return 0
+            self.kernels_delivered += len(batch)
+        self.sink.ingest(batch)
+        return len(batch)
+
+    def _parse(self, buf: np.ndarray, valid: int) -> parser.Records:
+        if not self.calibrated:
+            self._calibrate(buf, valid)
+        parts, pos = [], 0
+        while pos < valid:
+            offsets, stop = parser.walk(buf, valid, self.table, pos)
+            parts.append(offsets)
+            if stop >= valid or not self._learn_kind_at(buf, valid, stop):
+                break
+            pos = stop
+        return parser.extract(buf, np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+    def _kind_at(self, buf: np.ndarray, offset: int) -> int:
+        return int(buf[offset:offset + 4].view("<u4")[0])
+
+    def _learn_kind_at(self, buf: np.ndarray, valid: int, offset: int) -> bool:
+        """The walk stopped at a record of a kind the table lacks: asks CUPTI its size and goes on,
+        or gives up on the rest of the buffer (reported as dropped)."""
+        kind = self._kind_at(buf, offset)
+        size = self.record_size(buf, valid, offset) if self.record_size is not None else 0
+        known = 0 < kind < layout.TABLE_LEN - 1 and 0 < size <= valid - offset and size % 8 == 0
+        if not known or self.table[kind] == size // 8:
+            self.sink.report_dropped(1, "cupti")
+            return False
+        self.table[kind] = size // 8
+        return True
+
+    def _calibrate(self, buf: np.ndarray, valid: int) -> None:
+        """Measures the true stride of the first records' kinds with the sizer (CUPTI 13.5 writes
+        248-byte Kernel13 records where 13.0 writes 216-byte Kernel10)."""
+        offset = 0
+        for _ in range(_CALIBRATION_RECORDS):
+            if offset >= valid:
+                break
+            size = self.record_size(buf, valid, offset)
+            kind = self._kind_at(buf, offset)
+            if size <= 0 or size % 8 or not 0 < kind < layout.TABLE_LEN - 1:
+                break
+            self.table[kind] = size // 8
+            if kind in layout.KERNEL_KINDS:
+                self.calibrated = True
+                break
+            offset += size
+
+    def _remember_launches(self, rec: parser.Records) -> None:
+        """Stores each launch's API time and CUSTOM2 external id in the join table."""
+        key, mask = self._key, self._mask
+        corr = rec.a_corr.astype(np.int64)
+        slot = corr & mask
+        fresh = key[slot] != corr + 1
+        self._ext[slot[fresh]] = 0  # a slot reused by a newer launch: forget the old scope
+        key[slot] = corr + 1
+        self._launch[slot] = rec.a_start.astype(np.int64)
+        mine = rec.e_kind == layout.EXT_KIND_CUSTOM2
+        corr = rec.e_corr[mine].astype(np.int64)
+        slot = corr & mask
+        fresh = key[slot] != corr + 1
+        self._launch[slot[fresh]] = 0  # the ext record precedes its API record (maybe in this batch)
+        key[slot] = corr + 1
+        self._ext[slot] = rec.e_id[mine].astype(np.int64)
+
+    def _attribute(self, rec: parser.Records, flush: bool) -> KernelBatch | None:
+        corr = rec.k_corr.astype(np.int64)
+        slot = corr & self._mask
+        hit = self._key[slot] == corr + 1
+        launch = np.where(hit, self._launch[slot], 0)
+        if not flush:
+            wait = launch == 0
+            if wait.any():
+                self._held = _select_kernels(rec, wait)
+                keep = ~wait
+                rec, corr, slot, hit, launch = _select_kernels(rec, keep), corr[keep], slot[keep], \
+                    hit[keep], launch[keep]
+        start, end = rec.k_start.astype(np.int64), rec.k_end.astype(np.int64)
+        # Proton drops records with start >= end too; CUPTI writes 0 timestamps when it ran out of
+        # device memory for them. They are counted as dropped, not silently lost.
+        ok = (start > 0) & (end > start)
+        n_bad = int(len(ok) - np.count_nonzero(ok))
+        if n_bad:
+            self.invalid_kernels += n_bad
+            self.sink.report_dropped(n_bad, "cupti")
+            rec, corr, slot, hit, launch = _select_kernels(rec, ok), corr[ok], slot[ok], hit[ok], launch[ok]
+            start, end = start[ok], end[ok]
+        if not len(corr):
+            return None
+        parent = np.where(hit, self._ext[slot], 0)
+        in_graph = rec.k_graph_node != 0
+        if in_graph.any():
+            capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])
+            parent[in_graph] = replay_parents(self.sink.paths, parent[in_graph], capture)
+        names, name_id = self._names_of(rec.k_name_ptr)
+        off = self.clock_offset_ns
+        return KernelBatch(
+            parent_path=parent, name_id=name_id, names=names, start_ns=start + off, end_ns=end + off,
+            launch_ns=np.where(launch != 0, launch + off, UNKNOWN_LAUNCH_NS),
+            device_id=rec.k_device.astype(np.int32), stream_id=rec.k_stream.astype(np.int32),
+            correlation_id=corr, device_type="CUDA")
+
+    def _names_of(self, ptrs: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Kernel names, resolved once per distinct `name` pointer (CUPTI shares one string per
+        kernel function across its launches)."""
+        uniq, inverse = np.unique(ptrs, return_inverse=True)
+        cache = self._names
+        names = []
+        for p in uniq.tolist():
+            name = cache.get(p)
+            if name is None:
+                name = cache[p] = self.resolve_name(p) if p else "<unknown kernel>"
+            names.append(name)
+        return names, inverse.reshape(-1).astype(np.int32)
+
+
+def _select_kernels(rec: parser.Records, sel: np.ndarray) -> parser.Records:
+    """The kernel columns of `rec` at `sel`, with no API or external records."""
+    e = parser.Records.empty()
+    return parser.Records(
+        k_start=rec.k_start[sel], k_end=rec.k_end[sel], k_device=rec.k_device[sel],
+        k_stream=rec.k_stream[sel], k_corr=rec.k_corr[sel], k_name_ptr=rec.k_name_ptr[sel],
+        k_graph_node=rec.k_graph_node[sel], a_corr=e.a_corr, a_start=e.a_start, e_corr=e.e_corr,
+        e_kind=e.e_kind, e_id=e.e_id)

@@ -1,0 +1,94 @@
+"""Properties of compiled Triton kernels, shown next to their time (beyond Proton).
+
+With `hook="triton"`, each Triton kernel node also gets `num_warps`, `num_stages`,
+`shared_bytes`, `registers` (per thread), `spills` (spilled registers) and `occupancy` (resident
+blocks per SM that those allow, from the driver's occupancy calculator). They are properties: the
+last launch's value is kept, never summed, and never zeroed on ROOT (so proton-viewer treats them as
+per-node metrics).
+
+Triton's launch hook receives only the kernel's name, CUfunction and stream; the compiled kernel is
+taken from `CompiledKernel.launch_metadata`, which Triton calls right before the hook, through a
+thin wrapper that remembers the kernel per thread.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+_tls = threading.local()
+_cache: dict[int, dict[str, int]] = {}
+_patched: list[tuple[object, object]] = []
+_libcuda = None
+
+PROPERTY_NAMES = ("num_warps", "num_stages", "shared_bytes", "registers", "spills", "occupancy")
+
+
+def install() -> None:
+    """Wraps `CompiledKernel.launch_metadata` (idempotent; no-op where Triton lacks it)."""
+    if _patched:
+        return
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:
+        return
+    original = getattr(CompiledKernel, "launch_metadata", None)
+    if original is None:
+        return
+
+    def launch_metadata(self, *args, **kwargs):
+        _tls.kernel = self
+        return original(self, *args, **kwargs)
+
+    CompiledKernel.launch_metadata = launch_metadata
+    _patched.append((CompiledKernel, original))
+
+
+def uninstall() -> None:
+    while _patched:
+        cls, original = _patched.pop()
+        cls.launch_metadata = original
+
+
+def take_current_kernel():
+    """The compiled kernel whose launch is being hooked on this thread (and forgets it)."""
+    kernel = getattr(_tls, "kernel", None)
+    _tls.kernel = None
+    return kernel
+
+
+def _occupancy(function: int, threads: int, shared_bytes: int) -> int | None:
+    global _libcuda
+    try:
+        if _libcuda is None:
+            _libcuda = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+        blocks = ctypes.c_int(0)
+        rc = _libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(blocks), ctypes.c_void_p(function), ctypes.c_int(threads), ctypes.c_size_t(shared_bytes))
+    except (OSError, AttributeError):
+        return None
+    return blocks.value if rc == 0 else None
+
+
+def properties(kernel) -> dict[str, int]:
+    """The property metrics of a compiled kernel (cached per kernel object)."""
+    key = getattr(kernel, "function", None) or id(kernel)  # a loaded CUfunction is unique
+    props = _cache.get(key)
+    if props is not None:
+        return props
+    meta = getattr(kernel, "metadata", None)
+    props = {}
+    for name, attr in (("num_warps", "num_warps"), ("num_stages", "num_stages"), ("shared_bytes", "shared")):
+        value = getattr(meta, attr, None)
+        if isinstance(value, int):
+            props[name] = value
+    for name, attr in (("registers", "n_regs"), ("spills", "n_spills")):
+        value = getattr(kernel, attr, None)
+        if isinstance(value, int) and value >= 0:
+            props[name] = value
+    function = getattr(kernel, "function", None)
+    if function and "num_warps" in props:
+        occ = _occupancy(int(function), 32 * props["num_warps"], props.get("shared_bytes", 0))
+        if occ is not None:
+            props["occupancy"] = occ
+    _cache[key] = props
+    return props
