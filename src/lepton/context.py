@@ -13,6 +13,8 @@ def depth(session: Optional[int] = 0) -> Optional[int]:
     if not RUNTIME.live:
         return None
     s = RUNTIME.sessions.get(session) if session is not None else None
+    if s is None and session == 0:  # the default: the oldest live session
+        s = next(iter(RUNTIME.sessions.values()), None)
     if s is not None and s.context == "python":
         return len(RUNTIME.paths.names_of(python_path(RUNTIME.paths)))
     if session not in (None, 0):  # 0 is the default: the scope depth, whichever session is live

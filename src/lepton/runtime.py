@@ -58,6 +58,7 @@ class Runtime:
         self.push = None
         self.pop = None
         self.scope_sets: tuple = ()
+        self.python_scope_sets: tuple = ()
         self.slow = False
         self.scope_ids = itertools.count(1)
         self._lock = threading.RLock()
@@ -71,7 +72,10 @@ class Runtime:
         self.active = active
         self.tracing = tuple(s for s in active if s.data_kind == "trace")
         self.python_sessions = tuple(s for s in active if s.context == "python")
-        self.scope_sets = tuple(s.current.scopes for s in active if s.data_kind == "tree")
+        self.scope_sets = tuple(s.current.scopes for s in active
+                                if s.data_kind == "tree" and s.context == "shadow")
+        self.python_scope_sets = tuple(s.current.scopes for s in self.python_sessions
+                                       if s.data_kind == "tree")
         self.pushers = tuple(b.push_path for b in started if b.push_path is not None)
         self.poppers = tuple(b.pop_path for b in started if b.pop_path is not None)
         self.push = _combine(self.pushers)
@@ -283,6 +287,10 @@ class Runtime:
         eff = pid if t.state is None else self.paths.extend(pid, t.state)
         for scopes in self.scope_sets:
             scopes.add(eff)
+        if self.python_scope_sets:
+            here = python_path(self.paths)
+            for scopes in self.python_scope_sets:
+                scopes.add(here)
         if self.push is not None:
             self.push(eff)
             t.pushed.append(eff)
@@ -352,7 +360,7 @@ class Runtime:
         t = self.shadow.thread()
         base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
         op = self.paths.op(base, name)
-        for scopes in self.scope_sets:
+        for scopes in self.python_scope_sets if self.python_sessions else self.scope_sets:
             scopes.add(op)
         if metrics or properties:
             values = dict(metrics or {})

@@ -68,16 +68,50 @@ class ShadowStacks:
         return self.effective(t, t.stack[-1])
 
 
-def python_path(paths: PathTable, skip_dirs: tuple[str, ...] = (_LEPTON_DIR,)) -> int:
-    """The path id of the caller's Python stack, frames inside `skip_dirs` left out."""
+_frame_ids: dict[tuple[int, object, int], int] = {}
+_folded: tuple[str, ...] | None = None
+
+
+def folded_dirs() -> tuple[str, ...]:
+    """Folders whose frames the python context leaves out: Lepton's own, and Triton's and torch's
+    runtime (Proton shows `triton/runtime/jit.py` and `driver.py` frames above every Triton kernel).
+    `LEPTON_KEEP_LIBRARY_FRAMES=1` keeps Triton's and torch's."""
+    global _folded
+    if _folded is not None:
+        return _folded
+    dirs = [_LEPTON_DIR]
+    complete = True
+    if os.environ.get("LEPTON_KEEP_LIBRARY_FRAMES", "").strip().lower() not in ("1", "true", "on", "yes"):
+        for pkg in ("triton", "torch"):
+            mod = sys.modules.get(pkg)
+            if mod is None or not getattr(mod, "__file__", None):
+                complete = False
+                continue
+            dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
+    result = tuple(dirs)
+    if complete:
+        _folded = result  # cache only once both are imported: they may be imported later
+    return result
+
+
+def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None) -> int:
+    """The path id of the caller's Python stack, named `<file>:<line>@<function>` outermost first,
+    frames inside `skip_dirs` (default: `folded_dirs()`) left out. Interned per (parent, code, line)
+    so that a repeated stack costs a dict lookup per frame, not a string format."""
+    skip = folded_dirs() if skip_dirs is None else skip_dirs
     frames = []
     f = sys._getframe(1)
     while f is not None:
-        code = f.f_code
-        if not code.co_filename.startswith(skip_dirs):
-            frames.append(f"{code.co_filename}:{f.f_lineno}@{code.co_name}")
+        if not f.f_code.co_filename.startswith(skip):
+            frames.append(f)
         f = f.f_back
     pid = ROOT
-    for name in reversed(frames):
-        pid = paths.child(pid, name)
+    ids = _frame_ids
+    for f in reversed(frames):
+        code, line = f.f_code, f.f_lineno
+        key = (pid, code, line)
+        nxt = ids.get(key)
+        if nxt is None:
+            nxt = ids[key] = paths.child(pid, f"{code.co_filename}:{line}@{code.co_name}")
+        pid = nxt
     return pid

@@ -108,12 +108,12 @@ class Collector:
             self._calibrate(buf, valid)
         parts, pos = [], 0
         while pos < valid:
-            offsets, stop = parser.walk(buf, valid, self.table, pos)
-            parts.append(offsets)
+            records, stop = parser.parse(buf, valid, self.table, pos)
+            parts.append(records)
             if stop >= valid or not self._learn_kind_at(buf, valid, stop):
                 break
             pos = stop
-        return parser.extract(buf, np.concatenate(parts) if len(parts) > 1 else parts[0])
+        return parser.Records.concat(parts)
 
     def _kind_at(self, buf: np.ndarray, offset: int) -> int:
         return int(buf[offset:offset + 4].view("<u4")[0])

@@ -36,9 +36,22 @@ def walk(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int = 0) -
     stopped: `valid_bytes` when every record was of a known kind, else the offset of the first
     record whose kind `table` does not know (or that runs past `valid_bytes`).
     """
+    chain, _, stop = _chain(buf, valid_bytes, table, start)
+    return start + 8 * chain, start + 8 * stop
+
+
+def parse(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int = 0) -> tuple[Records, int]:
+    """`walk`, then the fields of its records as columns: `(records, stop)`."""
+    chain, words, stop = _chain(buf, valid_bytes, table, start)
+    return _fields(buf, start, chain, words), start + 8 * stop
+
+
+def _chain(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int):
+    """`(slots, words, stop_slot)`: the chain as slot numbers relative to `start`, and the low
+    32-bit word of every slot (a record's kind at its first slot)."""
     n = (valid_bytes - start) // 8
     if n <= 0:
-        return np.zeros(0, np.int64), valid_bytes
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
     # Copy the strided words first: np.take is ≈4x slower on a strided view (2.2 vs 0.6 ms per
     # 8 MiB buffer, measured), and so is flatnonzero on uint8 rather than bool.
     words = buf[start:start + 8 * n].view("<u4")[::2].copy()
@@ -48,13 +61,13 @@ def walk(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int = 0) -
     fits = nxt <= n
     cand, nxt = cand[fits], nxt[fits]
     if not len(cand) or cand[0] != 0:
-        return np.zeros(0, np.int64), start
+        return np.zeros(0, np.int64), words, 0
     for _ in range(_MAX_ROUNDS):
         if np.count_nonzero(cand[1:] != nxt[:-1]) <= _FEW_BREAKS:
             break
         cand, nxt = _drop_unpointed(cand, nxt, n)
     chain, stop = _unbroken_prefix(cand, nxt)
-    return start + 8 * chain, start + 8 * stop
+    return chain, words, stop
 
 
 def _drop_unpointed(cand: np.ndarray, nxt: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,25 +132,32 @@ class Records:
 
 
 def extract(buf: np.ndarray, offsets: np.ndarray) -> Records:
-    """Reads the fields of the records at `offsets` (from `walk`) into columns."""
+    """Reads the fields of the records at `offsets` (byte offsets, as from `walk`) into columns."""
+    words = buf[:len(buf) - len(buf) % 8].view("<u4")[::2]
+    return _fields(buf, 0, offsets >> 3, words)
+
+
+def _fields(buf: np.ndarray, start: int, chain: np.ndarray, words: np.ndarray) -> Records:
+    """The columns of the records at slots `chain` (relative to byte `start`). 4-byte fields that
+    open an 8-byte slot are read from `words`, the compact copy `_chain` made, which is half the
+    size of the buffer and still in cache: this halves the parse time of a cold 8 MiB buffer."""
     end = len(buf) - len(buf) % 8
     u32 = buf[:end].view("<u4")
     u64 = buf[:end].view("<u8")
-    w = offsets >> 2  # index of each record's first 4-byte word
-    kinds = u32[w]
+    b4, b8 = start >> 2, start >> 3
+    kinds = words[chain]
     is_kernel = (kinds == layout.KIND_CONCURRENT_KERNEL) | (kinds == layout.KIND_KERNEL)
     is_ext = kinds == layout.KIND_EXTERNAL_CORRELATION
     is_api = (kinds == layout.KIND_RUNTIME) | (kinds == layout.KIND_DRIVER)
     is_api |= kinds == layout.KIND_INTERNAL_LAUNCH_API
-    k4, a4, e4 = w[is_kernel], w[is_api], w[is_ext]
-    k8, a8, e8 = k4 >> 1, a4 >> 1, e4 >> 1
+    k, a, e = chain[is_kernel], chain[is_api], chain[is_ext]
     K, A, E = layout.Kernel, layout.Api, layout.ExtCorr
     return Records(
-        k_start=u64[k8 + K.start // 8], k_end=u64[k8 + K.end // 8],
-        k_device=u32[k4 + K.device_id // 4], k_stream=u32[k4 + K.stream_id // 4],
-        k_corr=u32[k4 + K.correlation_id // 4], k_name_ptr=u64[k8 + K.name // 8],
-        k_graph_node=u64[k8 + K.graph_node_id // 8],
-        a_corr=u32[a4 + A.correlation_id // 4], a_start=u64[a8 + A.start // 8],
-        e_corr=u32[e4 + E.correlation_id // 4], e_kind=u32[e4 + E.external_kind // 4],
-        e_id=u64[e8 + E.external_id // 8],
+        k_start=u64[b8 + k + K.start // 8], k_end=u64[b8 + k + K.end // 8],
+        k_device=words[k + K.device_id // 8], k_stream=words[k + K.stream_id // 8],
+        k_corr=u32[b4 + 2 * k + K.correlation_id // 4], k_name_ptr=u64[b8 + k + K.name // 8],
+        k_graph_node=u64[b8 + k + K.graph_node_id // 8],
+        a_corr=words[a + A.correlation_id // 8], a_start=u64[b8 + a + A.start // 8],
+        e_corr=words[e + E.correlation_id // 8], e_kind=u32[b4 + 2 * e + E.external_kind // 4],
+        e_id=u64[b8 + e + E.external_id // 8],
     )
