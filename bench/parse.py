@@ -3,7 +3,7 @@ buffers (each launch: an external-correlation record, a runtime API record and a
 as CUPTI 13.0 lays them out) parsed, attributed to their scopes and aggregated per call-tree node.
 
 usage:  python bench/parse.py [--kernels 1000000]     prints  parse_1m_s=<seconds per 1M kernels>
-`run()` returns the same number, for bench/core.py.
+`parse_1m_s()` returns the same number, for bench/core.py.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def make_buffers(n: int, paths: PathTable, seed: int = 0) -> list[np.ndarray]:
     return synthetic.split(kinds, kernel, api, ext, BUFFER_BYTES)
 
 
-def run(n: int = 1_000_000, repeat: int = 3) -> float:
+def parse_1m_s(n: int = 1_000_000, repeat: int = 3) -> float:
     """Seconds to parse, attribute and aggregate `n` kernels (best of `repeat`), scaled to 1M."""
     paths = PathTable()
     bufs = make_buffers(n, paths)
@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    print(f"parse_1m_s={run(a.kernels, a.repeat):.3f}")
+    print(f"parse_1m_s={parse_1m_s(a.kernels, a.repeat):.3f}")
 
 
 if __name__ == "__main__":

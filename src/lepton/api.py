@@ -90,7 +90,11 @@ def start(name: Optional[str] = None, *, context: Optional[str] = "shadow", data
     if hook is not None and hook != "triton" and isinstance(hook, str):
         raise UsageError(f"Unsupported hook: {hook} (the only hook name is 'triton')")
     sid = RUNTIME.start(name, context or "shadow", data or "tree", backend, _mode_string(mode), hook)
-    _install_hook(hook, sid)
+    try:
+        _install_hook(hook, sid)
+    except BaseException:
+        RUNTIME.discard(sid)  # no half-started session stays behind
+        raise
     nvtx.install()
     return sid
 
@@ -106,14 +110,17 @@ def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     RUNTIME.deactivate(session, flushing)
 
 
-def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> None:
-    """Waits for running kernels, writes the profile(s) and ends the session (or all sessions).
-    Under the `lepton` CLI, `finalize()` leaves the CLI's own session running until the script ends."""
-    if session is None or session != RUNTIME.cli_session:
-        _unregister_hooks(session)
-    RUNTIME.finalize(session, output_format or "")
+def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> list[str]:
+    """Waits for running kernels, writes the profile(s) and ends the session (or all sessions);
+    returns the files written. Under the `lepton` CLI, the CLI's own session keeps running until the
+    script ends, whether `finalize()` names it or not."""
+    if session is not None and session == RUNTIME.cli_session:
+        return []
+    _unregister_hooks(session)
+    written = RUNTIME.finalize(session, output_format or "")
     if not RUNTIME.sessions:
         nvtx.uninstall()
+    return written
 
 
 def _unregister_hooks(session: Optional[int]) -> None:

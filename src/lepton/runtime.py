@@ -201,6 +201,18 @@ class Runtime:
                 self._refresh()
             return written
 
+    def discard(self, sid: int) -> None:
+        """Ends a session without writing it (a start that failed half-way)."""
+        with self._lock:
+            session = self.sessions.pop(sid, None)
+            if session is not None:
+                session.set_active(False)
+                self._release_backends()
+                if not self.sessions:
+                    self._pop_current_thread()
+                    self.shadow.reset()
+                self._refresh()
+
     def _pop_current_thread(self) -> None:
         t = self.shadow.thread()
         for _ in t.pushed:

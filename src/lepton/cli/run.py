@@ -20,14 +20,15 @@ import sys
 import threading
 import traceback
 import zipfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Literal, Optional, Sequence
+from typing import Literal
 
 from .. import __version__, api, writers
 from ..collect.backend import backend_names
 from ..errors import LeptonError, UsageError
 from ..runtime import RUNTIME
-from ..session import CONTEXTS, DATA_KINDS, Session
+from ..session import CONTEXTS, DATA_KINDS
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # an uncaught exception, as python
@@ -57,12 +58,12 @@ class Target:
 @dataclass(frozen=True)
 class Options:
     name: str  # output path without extension; absolute, rank suffix applied
-    backend: Optional[str]  # None: chosen by `lepton.start`
+    backend: str | None  # None: chosen by `lepton.start`
     context: Literal["shadow", "python"]
     data: Literal["tree", "trace"]
-    mode: Optional[str]
-    hook: Optional[Literal["triton"]]
-    print_metrics: Optional[str]
+    mode: str | None
+    hook: Literal["triton"] | None
+    print_metrics: str | None
     target: Target
 
 
@@ -79,18 +80,18 @@ def _backend_choices() -> list[str]:
 
 # (flags, argparse keywords). Every option takes a value, which the target splitter relies on.
 _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
-    (("-n", "--name"), dict(metavar="NAME", help="output path without extension (default: proton, "
-                                                 "relative to the current directory)")),
-    (("-b", "--backend"), dict(type=str.lower, choices=_backend_choices(),
-                               help="profiler backend (default: cupti where a GPU is usable)")),
-    (("-c", "--context"), dict(type=str.lower, choices=CONTEXTS, default="shadow",
-                               help="context source (default: shadow)")),
-    (("-m", "--mode"), dict(metavar="MODE", help="backend mode, e.g. pcsampling")),
-    (("-d", "--data"), dict(type=str.lower, choices=DATA_KINDS, default="tree",
-                            help="tree (hatchet file) or trace (chrome trace) (default: tree)")),
-    (("-k", "--hook"), dict(type=str.lower, choices=("triton",), help="launch hook")),
-    (("--print",), dict(dest="print_metrics", metavar="METRICS",
-                        help="print the viewer's tree of METRICS (e.g. time/ms) when the run ends")),
+    (("-n", "--name"), {"metavar": "NAME", "help": "output path without extension (default: proton, "
+                                                   "relative to the current directory)"}),
+    (("-b", "--backend"), {"type": str.lower, "choices": _backend_choices(),
+                           "help": "profiler backend (default: cupti where a GPU is usable)"}),
+    (("-c", "--context"), {"type": str.lower, "choices": CONTEXTS, "default": "shadow",
+                           "help": "context source (default: shadow)"}),
+    (("-m", "--mode"), {"metavar": "MODE", "help": "backend mode, e.g. pcsampling"}),
+    (("-d", "--data"), {"type": str.lower, "choices": DATA_KINDS, "default": "tree",
+                        "help": "tree (hatchet file) or trace (chrome trace) (default: tree)"}),
+    (("-k", "--hook"), {"type": str.lower, "choices": ("triton",), "help": "launch hook"}),
+    (("--print",), {"dest": "print_metrics", "metavar": "METRICS",
+                    "help": "print the viewer's tree of METRICS (e.g. time/ms) when the run ends"}),
 )
 _VALUE_FLAGS = frozenset(flag for flags, _ in _OPTIONS for flag in flags)
 
@@ -193,7 +194,7 @@ def _check_module(module: str) -> None:
         raise UsageError(f"No module named {top}")
 
 
-def rank_from_env(env) -> Optional[str]:
+def rank_from_env(env) -> str | None:
     """The process's rank from the launcher's environment, or None for a single process."""
     for var in RANK_VARIABLES:
         value = env.get(var, "").strip()
@@ -204,7 +205,7 @@ def rank_from_env(env) -> Optional[str]:
     return None
 
 
-def ranked_name(name: str, rank: Optional[str]) -> str:
+def ranked_name(name: str, rank: str | None) -> str:
     """`NAME.rank<R>`, so that no two processes of a job write one file. A name that already ends
     in a format's extension keeps it last: `out.hatchet` -> `out.rank1.hatchet`."""
     if rank is None:
@@ -217,7 +218,7 @@ def ranked_name(name: str, rank: Optional[str]) -> str:
 
 
 # -- run ----------------------------------------------------------------------------------------------
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs `lepton` with `argv` (default: `sys.argv[1:]`); returns the exit code."""
     try:
         opts = parse_args(sys.argv[1:] if argv is None else argv)
@@ -248,13 +249,14 @@ def run(opts: Options) -> int:
         return EXIT_ERROR
     if sid is None:
         _say("profiling is disabled (LEPTON_DISABLE or TRITON_PROTON_DISABLE); no profile is written")
-    RUNTIME.cli_session = sid
-    try:
-        code = run_target(opts.target)
-    finally:
-        RUNTIME.cli_session = None
-    with signals_deferred() as received:
+    with RunSignals() as signals:
+        RUNTIME.cli_session = sid
+        try:
+            code = run_target(opts.target, on_end=signals.defer)
+        finally:
+            RUNTIME.cli_session = None
         files, write_failed = _finalize(sid, first_new_id)
+    received = signals.received
     if code == EXIT_OK and write_failed:
         code = EXIT_ERROR
     if code == EXIT_OK and received:
@@ -265,11 +267,15 @@ def run(opts: Options) -> int:
     return code
 
 
-def run_target(target: Target) -> int:
-    """Runs the target as `__main__`; returns its exit code. Never raises."""
+def run_target(target: Target, on_end=lambda: None) -> int:
+    """Runs the target as `__main__`; returns its exit code. Never raises. `on_end()` is called the
+    moment the target ends, however it ends."""
     try:
-        with _target_environment(target), _sigterm_exits():
-            return _RUNNERS[target.kind](target)
+        with _target_environment(target):
+            try:
+                return _RUNNERS[target.kind](target)
+            finally:
+                on_end()
     except SystemExit as e:
         return _exit_code(e.code)
     except KeyboardInterrupt as e:
@@ -281,7 +287,8 @@ def run_target(target: Target) -> int:
 
 
 def _run_script(target: Target) -> int:
-    # Since 3.9 python gives __main__ an absolute __file__; sys.argv[0] stays as typed.
+    # An absolute path, as python gives `__file__` and traceback frames since 3.9. run_path also
+    # makes it sys.argv[0], where python would keep the path as typed: same basename, same file.
     runpy.run_path(os.path.abspath(target.name), run_name="__main__")
     return EXIT_OK
 
@@ -322,45 +329,44 @@ def _target_environment(target: Target) -> Iterator[None]:
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def _on_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()  # signal.signal's requirement
+class RunSignals:
+    """What SIGINT and SIGTERM do during a run (a context manager around it).
 
+    While the target runs, SIGTERM raises `SystemExit(143)`, so finally-blocks run and the profile
+    is written; SIGINT raises KeyboardInterrupt as usual. From `defer()` (called the moment the
+    target ends) until the profile is written, both are only recorded in `received`: torchrun sends
+    SIGTERM to every rank when one fails, which may be while the others are writing. Handlers are
+    swapped rather than signals masked because a mask is per thread and the target's threads, or
+    the backend's, would still take the signal. A signal the launcher set to be ignored stays
+    ignored; off the main thread (where `signal.signal` cannot be called) nothing changes."""
 
-@contextlib.contextmanager
-def _sigterm_exits() -> Iterator[None]:
-    """While the target runs, SIGTERM raises `SystemExit(143)`: finally-blocks run and the profile
-    is written. A SIGTERM the launcher set to be ignored stays ignored."""
-    if not _on_main_thread() or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
-        yield
-        return
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def terminate(signum, frame):
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._saved: dict[int, object] = {}
+
+    def __enter__(self) -> RunSignals:  # noqa: PYI034  (typing.Self needs 3.11; we support 3.10)
+        if threading.current_thread() is threading.main_thread():
+            self._saved = {s: signal.getsignal(s) for s in self._SIGNALS
+                           if signal.getsignal(s) is not signal.SIG_IGN}
+        if signal.SIGTERM in self._saved:
+            signal.signal(signal.SIGTERM, self._terminate)
+        return self
+
+    @staticmethod
+    def _terminate(signum, frame):
         raise SystemExit(EXIT_SIGTERM)
 
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    def _record(self, signum, frame) -> None:
+        self.received.append(signum)
 
+    def defer(self) -> None:
+        for sig in self._saved:
+            signal.signal(sig, self._record)
 
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[list[int]]:
-    """While the profile is written, SIGINT and SIGTERM are recorded (in the yielded list) instead
-    of interrupting the write: torchrun sends SIGTERM to every rank when one fails, which may be
-    while the others are writing. SIGKILL still ends the process."""
-    received: list[int] = []
-    if not _on_main_thread():
-        yield received
-        return
-    previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            previous[sig] = signal.signal(sig, lambda signum, frame: received.append(signum))
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._saved.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
@@ -386,7 +392,7 @@ def _print_exception(exc: BaseException) -> None:
 
 
 # -- write --------------------------------------------------------------------------------------------
-def _finalize(sid: Optional[int], first_new_id: int) -> tuple[list[str], bool]:
+def _finalize(sid: int | None, first_new_id: int) -> tuple[list[str], bool]:
     """Finalizes the CLI's session and any the target started and left open (as Proton's CLI
     finalizes all); says on stderr where each profile went. Returns (files written, any failure)."""
     if sid is not None and sid not in RUNTIME.sessions:
@@ -395,11 +401,10 @@ def _finalize(sid: Optional[int], first_new_id: int) -> tuple[list[str], bool]:
     files: list[str] = []
     failed = False
     for i in ids:
-        session_files = _output_files(RUNTIME.sessions[i])
         try:
-            api.finalize(i)
+            session_files = api.finalize(i)
         except Exception:  # noqa: BLE001  (shown in full; the exit code says it failed)
-            _say(f"error: could not write the profile {', '.join(session_files)}:")
+            _say(f"error: could not write the profile of session {i}:")
             traceback.print_exc()
             failed = True
             continue
@@ -407,15 +412,6 @@ def _finalize(sid: Optional[int], first_new_id: int) -> tuple[list[str], bool]:
         shown = ["stdout" if f == "-" else f for f in session_files]
         _say(f"profile{'s' if len(shown) > 1 else ''} written to {', '.join(shown)}")
     return files, failed
-
-
-def _output_files(session: Session) -> list[str]:
-    """The files `finalize` writes for `session` (Runtime.write's naming: one per live phase)."""
-    if session.path in ("", "-"):
-        return ["-"]
-    fmt = session.check_format("")
-    return [writers.output_path(session.path, fmt, "" if session.phase == 0 else f".part_{phase}")
-            for phase in sorted(session.phases)]
 
 
 def _print_trees(metrics: str, files: list[str]) -> int:
@@ -429,11 +425,14 @@ def _print_trees(metrics: str, files: list[str]) -> int:
     for path in files:
         sys.stdout.flush()
         try:
-            code = code or view.main(["-m", metrics, path])
+            printed = view.main(["-m", metrics, path])
+        except SystemExit as e:  # the viewer's argparse, e.g. on `--print=-x`
+            printed = _exit_code(e.code)
         except Exception:  # noqa: BLE001  (shown in full; the exit code says it failed)
             _say(f"error: --print failed on {path}:")
             traceback.print_exc()
-            code = code or EXIT_ERROR
+            printed = EXIT_ERROR
+        code = code or printed
     return code
 
 

@@ -32,9 +32,14 @@ OPERATORS = {
     "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "ss": "<=>", "nt": "!", "aa": "&&", "oo": "||",
     "pp": "++", "mm": "--", "cm": ",", "pm": "->*", "pt": "->", "cl": "()", "ix": "[]", "qu": "?",
 }
+# The abbreviations Sa, Sb, Ss, Si, So, Sd, spelled out as c++filt does (it runs with DMGL_VERBOSE):
+# std::string prints as std::basic_string<char, std::char_traits<char>, std::allocator<char> >.
 STD_SUBSTITUTIONS = {
-    "a": "std::allocator", "b": "std::basic_string", "s": "std::string", "i": "std::istream",
-    "o": "std::ostream", "d": "std::iostream",
+    "a": ("allocator", None), "b": ("basic_string", None),
+    "s": ("basic_string", ["char", "std::char_traits<char>", "std::allocator<char>"]),
+    "i": ("basic_istream", ["char", "std::char_traits<char>"]),
+    "o": ("basic_ostream", ["char", "std::char_traits<char>"]),
+    "d": ("basic_iostream", ["char", "std::char_traits<char>"]),
 }
 
 
@@ -45,26 +50,63 @@ class _Fail(Exception):
     """The name uses something this demangler does not handle."""
 
 
-# ------------------------------------------------------------------ AST: each node prints itself
-# as a left and a right part, so that declarators nest: "void (*)(int)", "int (*) [4]".
+# ------------------------------------------------------------------ AST
+# Each node prints as a left and a right part so that declarators nest ("void (*)(int)",
+# "int (*) [4]"). `ctx` is the stack of template argument lists that template parameters (T_, T0_)
+# refer to: like libiberty, we resolve them when printing, against the innermost function template
+# being printed, so a parameter reused through a substitution prints what it means where it is used.
+
+Context = tuple  # tuple[list[_Node], ...]
+
 
 class _Node:
-    def left(self) -> str:
-        return str(self)
+    def left(self, ctx: Context) -> str:
+        return self.text(ctx)
 
-    def right(self) -> str:
+    def right(self, ctx: Context) -> str:
         return ""
 
-    def text(self) -> str:
-        return self.left() + self.right()
+    def text(self, ctx: Context) -> str:
+        return self.left(ctx) + self.right(ctx)
 
 
 @dataclass
 class _Name(_Node):
     value: str
 
-    def __str__(self) -> str:
+    def text(self, ctx: Context) -> str:
         return self.value
+
+    def left(self, ctx: Context) -> str:
+        return self.value
+
+
+@dataclass
+class _TemplateParam(_Node):
+    index: int
+
+    def resolve(self, ctx: Context) -> tuple[_Node, Context]:
+        if not ctx or self.index >= len(ctx[-1]):
+            raise _Fail(f"template parameter {self.index} has no argument")
+        return ctx[-1][self.index], ctx[:-1]  # the argument means what it meant one level out
+
+    def left(self, ctx: Context) -> str:
+        arg, outer = self.resolve(ctx)
+        return arg.left(outer)
+
+    def right(self, ctx: Context) -> str:
+        arg, outer = self.resolve(ctx)
+        return arg.right(outer)
+
+    def text(self, ctx: Context) -> str:
+        arg, outer = self.resolve(ctx)
+        return arg.text(outer)
+
+
+def _resolve(node: _Node, ctx: Context) -> tuple[_Node, Context]:
+    while isinstance(node, _TemplateParam):
+        node, ctx = node.resolve(ctx)
+    return node, ctx
 
 
 @dataclass
@@ -72,8 +114,10 @@ class _Nested(_Node):
     prefix: _Node
     name: _Node
 
-    def __str__(self) -> str:
-        return f"{self.prefix.text()}::{self.name.text()}"
+    def text(self, ctx: Context) -> str:
+        return f"{self.prefix.text(ctx)}::{self.name.text(ctx)}"
+
+    left = text
 
 
 @dataclass
@@ -81,17 +125,26 @@ class _Template(_Node):
     name: _Node
     args: list[_Node]
 
-    def __str__(self) -> str:
-        inner = ", ".join(a.text() for a in _flatten_packs(self.args))
-        return f"{self.name.text()}<{inner}{' ' if inner.endswith('>') else ''}>"
+    def text(self, ctx: Context) -> str:
+        name = self.name.text(ctx)
+        texts = [arg.text(ctx) for arg in self.args]
+        inner = ", ".join(t for t in texts if t)
+        # No "<<" or ">>" made by the brackets: "operator<< <T>", "A<B<int> >". libiberty checks the
+        # last character it wrote, which after a trailing empty pack is the erased ", " separator.
+        spaced = inner.endswith(">") and not (len(texts) > 1 and texts[-1] == "")
+        return f"{name}{' ' if name.endswith('<') else ''}<{inner}{' ' if spaced else ''}>"
+
+    left = text
 
 
 @dataclass
 class _Pack(_Node):
     args: list[_Node]
 
-    def __str__(self) -> str:
-        return ", ".join(a.text() for a in self.args)
+    def text(self, ctx: Context) -> str:
+        return _join(self.args, ctx)
+
+    left = text
 
 
 @dataclass
@@ -99,15 +152,20 @@ class _Qualified(_Node):
     inner: _Node
     qualifiers: str  # " const", " volatile"...
 
-    def left(self) -> str:
-        if isinstance(self.inner, _Function):
-            return self.inner.left()
-        return self.inner.left() + self.qualifiers
+    def left(self, ctx: Context) -> str:
+        inner, ictx = _resolve(self.inner, ctx)
+        if isinstance(inner, _Function):
+            return inner.left(ictx)
+        if isinstance(inner, _Qualified):  # T const with T = X const: one const, as c++filt prints
+            extra = [q for q in self.qualifiers.split() if q not in inner.qualifiers.split()]
+            return inner.left(ictx) + "".join(" " + q for q in extra)
+        return inner.left(ictx) + self.qualifiers
 
-    def right(self) -> str:
-        if isinstance(self.inner, _Function):
-            return self.inner.right() + self.qualifiers
-        return self.inner.right()
+    def right(self, ctx: Context) -> str:
+        inner, ictx = _resolve(self.inner, ctx)
+        if isinstance(inner, _Function):
+            return inner.right(ictx) + self.qualifiers
+        return inner.right(ictx)
 
 
 @dataclass
@@ -115,15 +173,28 @@ class _Pointer(_Node):
     inner: _Node
     symbol: str  # "*", "&", "&&"
 
-    def left(self) -> str:
-        if isinstance(self.inner, (_Function, _Array)):
-            return self.inner.left() + "(" + self.symbol
-        return self.inner.left() + self.symbol
+    def left(self, ctx: Context) -> str:
+        inner, ictx, symbol = self._collapsed(ctx)
+        if _is_function(inner):
+            return inner.left(ictx) + "(" + symbol  # "int (*" + ")(double)"
+        if _is_array(inner, ictx):
+            return inner.left(ictx) + " (" + symbol  # "char const (&" + ") [4]"
+        return inner.left(ictx) + symbol
 
-    def right(self) -> str:
-        if isinstance(self.inner, (_Function, _Array)):
-            return ")" + self.inner.right()
-        return self.inner.right()
+    def right(self, ctx: Context) -> str:
+        inner, ictx, _ = self._collapsed(ctx)
+        if _is_function(inner) or _is_array(inner, ictx):
+            return ")" + inner.right(ictx)
+        return inner.right(ictx)
+
+    def _collapsed(self, ctx: Context) -> tuple[_Node, Context, str]:
+        """Reference collapsing: a reference to a reference is one reference (& wins over &&)."""
+        inner, ictx = _resolve(self.inner, ctx)
+        symbol = self.symbol
+        while symbol != "*" and isinstance(inner, _Pointer) and inner.symbol != "*":
+            symbol = "&" if "&" in (symbol, inner.symbol) else "&&"
+            inner, ictx = _resolve(inner.inner, ictx)
+        return inner, ictx, symbol
 
 
 @dataclass
@@ -131,11 +202,11 @@ class _Function(_Node):
     result: _Node
     params: list[_Node]
 
-    def left(self) -> str:
-        return self.result.left() + " "
+    def left(self, ctx: Context) -> str:
+        return self.result.left(ctx) + " "
 
-    def right(self) -> str:
-        return f"({_params(self.params)})" + self.result.right()
+    def right(self, ctx: Context) -> str:
+        return f"({_join(self.params, ctx)})" + self.result.right(ctx)
 
 
 @dataclass
@@ -143,24 +214,50 @@ class _Array(_Node):
     inner: _Node
     dimension: str
 
-    def left(self) -> str:
-        return self.inner.left()
+    def left(self, ctx: Context) -> str:
+        return self.inner.left(ctx)
 
-    def right(self) -> str:
-        return f" [{self.dimension}]" + self.inner.right()
+    def right(self, ctx: Context) -> str:
+        return f" [{self.dimension}]" + self.inner.right(ctx)
+
+
+@dataclass
+class _PointerToMember(_Node):
+    owner: _Node
+    member: _Node
+
+    def left(self, ctx: Context) -> str:
+        member, mctx = _resolve(self.member, ctx)
+        if _is_function(member):
+            return member.left(mctx) + "(" + self.owner.text(ctx) + "::*"
+        return member.left(mctx) + " " + self.owner.text(ctx) + "::*"
+
+    def right(self, ctx: Context) -> str:
+        member, mctx = _resolve(self.member, ctx)
+        if _is_function(member):
+            return ")" + member.right(mctx)
+        return member.right(mctx)
 
 
 @dataclass
 class _Encoding(_Node):
+    """A function: `result name(params) qualifiers`; a function template's parameters refer to its
+    own template arguments."""
+
     result: _Node | None
     name: _Node
     params: list[_Node]
     qualifiers: str = ""
 
-    def __str__(self) -> str:
-        head = (self.result.left() + " ") if self.result is not None else ""
-        tail = self.result.right() if self.result is not None else ""
-        return f"{head}{self.name.text()}({_params(self.params)}){self.qualifiers}{tail}"
+    def text(self, ctx: Context) -> str:
+        typed_name = self.name.entity if isinstance(self.name, _Local) else self.name
+        if isinstance(typed_name, _Template):
+            ctx = ctx + (typed_name.args,)
+        head = (self.result.left(ctx) + " ") if self.result is not None else ""
+        tail = self.result.right(ctx) if self.result is not None else ""
+        return f"{head}{self.name.text(ctx)}({_join(self.params, ctx)}){self.qualifiers}{tail}"
+
+    left = text
 
 
 @dataclass
@@ -168,29 +265,116 @@ class _Local(_Node):
     encoding: _Node
     entity: _Node
 
-    def __str__(self) -> str:
+    def text(self, ctx: Context) -> str:
         encoding = self.encoding
         if isinstance(encoding, _Encoding):  # libiberty elides the enclosing function's return type
             encoding = _Encoding(None, encoding.name, encoding.params, encoding.qualifiers)
-        return f"{encoding.text()}::{self.entity.text()}"
+        return f"{encoding.text(ctx)}::{self.entity.text(ctx)}"
+
+    left = text
 
 
-def _flatten_packs(args: list[_Node]) -> list[_Node]:
-    flat: list[_Node] = []
-    for arg in args:
-        flat.extend(_flatten_packs(arg.args) if isinstance(arg, _Pack) else [arg])
-    return flat
+@dataclass
+class _Lambda(_Node):
+    params: list[_Node]
+    number: int
+
+    def text(self, ctx: Context) -> str:
+        return f"{{lambda({_join(self.params, ctx)})#{self.number}}}"
+
+    left = text
 
 
-def _params(params: list[_Node]) -> str:
-    return ", ".join(p.text() for p in _flatten_packs(params))
+@dataclass
+class _Conversion(_Node):
+    target: _Node
+
+    def text(self, ctx: Context) -> str:
+        return "operator " + self.target.text(ctx)
+
+    left = text
+
+
+@dataclass
+class _Suffixed(_Node):
+    inner: _Node
+    suffix: str  # an ABI tag "[abi:cxx11]", or "..." for a pack expansion
+
+    def text(self, ctx: Context) -> str:
+        return self.inner.text(ctx) + self.suffix
+
+    left = text
+
+
+@dataclass
+class _Cast(_Node):
+    """A literal of a type c++filt prints as a cast: (char)65, (MyEnum)2."""
+
+    literal_type: _Node
+    value: str
+
+    def text(self, ctx: Context) -> str:
+        return f"({self.literal_type.text(ctx)}){self.value}"
+
+    left = text
+
+
+@dataclass
+class _PackExpansion(_Node):
+    """`Dp T`: the pattern printed once per element of the pack it names ("Ts..." -> "int, float")."""
+
+    pattern: _Node
+
+    def text(self, ctx: Context) -> str:
+        index = _pack_parameter(self.pattern, ctx)
+        if index is None:
+            return self.pattern.text(ctx) + "..."
+        pack = ctx[-1][index]
+        parts = []
+        for element in pack.args:
+            bound = list(ctx[-1])
+            bound[index] = element
+            parts.append(self.pattern.text(ctx[:-1] + (bound,)))
+        return ", ".join(parts)
+
+    left = text
+
+
+def _pack_parameter(node: _Node, ctx: Context) -> int | None:
+    """The index of the first template parameter in `node` whose argument is a pack."""
+    if isinstance(node, _TemplateParam):
+        if ctx and node.index < len(ctx[-1]) and isinstance(ctx[-1][node.index], _Pack):
+            return node.index
+        return None
+    for value in vars(node).values():
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, _Node):
+                found = _pack_parameter(child, ctx)
+                if found is not None:
+                    return found
+    return None
+
+
+def _is_array(node: _Node, ctx: Context) -> bool:
+    while isinstance(node, (_Qualified, _TemplateParam)):
+        node, ctx = _resolve(node.inner, ctx) if isinstance(node, _Qualified) else node.resolve(ctx)
+    return isinstance(node, _Array)
+
+
+def _is_function(node: _Node) -> bool:
+    return isinstance(node, _Function) or (isinstance(node, _Qualified) and isinstance(node.inner, _Function))
+
+
+def _join(nodes: list[_Node], ctx: Context) -> str:
+    return ", ".join(text for text in (node.text(ctx) for node in nodes) if text)
 
 
 def _base_name(node: _Node) -> str:
     """The unqualified name without template arguments: a constructor's name."""
-    while isinstance(node, (_Nested, _Template)):
-        node = node.name
-    return node.text()
+    while isinstance(node, (_Nested, _Template, _Suffixed)):
+        node = node.inner if isinstance(node, _Suffixed) else node.name
+    return node.text(())
 
 
 # ------------------------------------------------------------------ parser
@@ -200,7 +384,6 @@ class _Parser:
         self.s = mangled
         self.pos = 0
         self.subs: list[_Node] = []
-        self.template_params: list[_Node] = []  # what T_, T0_... refer to
 
     def peek(self, offset: int = 0) -> str:
         """The character `offset` ahead, or END past the end (never "", which `in` would match)."""
@@ -252,27 +435,23 @@ class _Parser:
             self.pos = end
         if self.pos != len(self.s):
             raise _Fail(f"unparsed text at {self.pos}")
-        return _Name(node.text() + "".join(suffixes))
+        return _Name(node.text(()) + "".join(suffixes))
 
     def encoding(self) -> _Node:
-        saved = self.template_params  # an encoding's template parameters are its own
-        self.template_params = []
-        try:
-            state = {"cv": "", "template": False, "ctor": False}
-            name = self.name(state)
-            if self.at_end_of_encoding():
-                return name
-            result = self.type() if state["template"] and not state["ctor"] else None
-            if self.peek() == "v":  # "v" alone: no parameters
-                self.pos += 1
-                params = []
-                if not self.at_end_of_encoding():
-                    raise _Fail("void followed by more parameters")
-            else:
-                params = self.types_until_end()
-            return _Encoding(result, name, params, state["cv"])
-        finally:
-            self.template_params = saved
+        state = {"cv": "", "template": False, "ctor": False}
+        name = self.name(state)
+        if self.at_end_of_encoding():
+            return name
+        # Function templates (but not constructors or conversions) mangle their return type first.
+        result = self.type() if state["template"] and not state["ctor"] else None
+        if self.peek() == "v":  # "v" alone: no parameters
+            self.pos += 1
+            params: list[_Node] = []
+            if not self.at_end_of_encoding():
+                raise _Fail("void followed by more parameters")
+        else:
+            params = self.types_until_end()
+        return _Encoding(result, name, params, state["cv"])
 
     def types_until_end(self) -> list[_Node]:
         params = []
@@ -291,7 +470,7 @@ class _Parser:
         if self.peek() == "I":
             if not is_sub:
                 self.subs.append(node)
-            node = _Template(node, self.template_args(tag=state is not None))
+            node = _Template(node, self.template_args())
             if state is not None:
                 state["template"] = True
         elif is_sub:
@@ -303,6 +482,7 @@ class _Parser:
             return self.substitution()
         if self.eat("St"):
             return _Nested(_Name("std"), self.unqualified_name(state, None))
+        self.eat("L")  # internal linkage (GCC)
         return self.unqualified_name(state, None)
 
     def nested_name(self, state: dict | None) -> _Node:
@@ -320,7 +500,7 @@ class _Parser:
             elif self.peek() == "I":
                 if so_far is None:
                     raise _Fail("template args without a name")
-                so_far = _Template(so_far, self.template_args(tag=state is not None))
+                so_far = _Template(so_far, self.template_args())
                 if state is not None:
                     state["template"] = True
             elif self.peek() == "S" and self.peek(1) != "t":
@@ -329,6 +509,7 @@ class _Parser:
                 so_far = self.substitution()
                 continue  # a substitution is not added again
             else:
+                self.eat("L")  # GCC marks names with internal linkage; nothing to print
                 if self.eat("St"):
                     so_far = _Name("std")
                     if self.peek() == "E":
@@ -377,7 +558,7 @@ class _Parser:
         else:
             raise _Fail(f"unsupported name at {self.pos}")
         while self.eat("B"):  # ABI tag: name[abi:cxx11]
-            node = _Name(f"{node.text()}[abi:{self.source_name().text()}]")
+            node = _Suffixed(node, f"[abi:{self.source_name().text(())}]")
         return node
 
     def source_name(self) -> _Node:
@@ -393,7 +574,7 @@ class _Parser:
             return _Name(f"{{unnamed type#{self._closure_number()}}}")
         if self.eat("Ul"):
             params = [] if self.eat("vE") else self.lambda_params()
-            return _Name(f"{{lambda({_params(params)})#{self._closure_number()}}}")
+            return _Lambda(params, self._closure_number())
         raise _Fail(f"unsupported unnamed type at {self.pos}")
 
     def lambda_params(self) -> list[_Node]:
@@ -433,10 +614,10 @@ class _Parser:
             self.pos += 2
             if state is not None:
                 state["ctor"] = True
-            return _Name("operator " + self.type().text())
+            return _Conversion(self.type())
         if code == "li":
             self.pos += 2
-            return _Name('operator"" ' + self.source_name().text())
+            return _Name('operator"" ' + self.source_name().text(()))
         if code not in OPERATORS:
             raise _Fail(f"unknown operator {code!r}")
         self.pos += 2
@@ -453,9 +634,10 @@ class _Parser:
     def substitution(self) -> _Node:
         self.expect("S")
         if self.peek() in STD_SUBSTITUTIONS:
-            node = _Name(STD_SUBSTITUTIONS[self.peek()])
+            name, args = STD_SUBSTITUTIONS[self.peek()]
             self.pos += 1
-            return node
+            node: _Node = _Nested(_Name("std"), _Name(name))
+            return node if args is None else _Template(node, [_Name(a) for a in args])
         index = self.seq_id()
         if index >= len(self.subs):
             raise _Fail(f"substitution S{index} out of range")
@@ -463,17 +645,12 @@ class _Parser:
 
     def template_param(self) -> _Node:
         self.expect("T")
-        index = self.seq_id()
-        if index >= len(self.template_params):
-            raise _Fail(f"template parameter T{index} out of range")
-        return self.template_params[index]
+        return _TemplateParam(self.seq_id())
 
-    def template_args(self, tag: bool) -> list[_Node]:
-        """<template-args> ::= I <arg>+ E. With `tag`, they become what T_ refers to."""
+    def template_args(self) -> list[_Node]:
+        """<template-args> ::= I <arg>+ E."""
         self.expect("I")
         args: list[_Node] = []
-        if tag:
-            self.template_params = args  # filled as we go, as later args may refer to earlier ones
         while not self.eat("E"):
             args.append(self.template_arg())
         return args
@@ -495,7 +672,7 @@ class _Parser:
         if self.eat("_Z"):
             node = self.encoding()
             self.expect("E")
-            return _Name(node.text())
+            return node
         code = self.peek()
         if code == "b" and self.peek(1) in "01" and self.peek(2) == "E":
             self.pos += 3
@@ -508,7 +685,7 @@ class _Parser:
         self.expect("E")
         if code in LITERAL_SUFFIXES and isinstance(literal_type, _Name) and literal_type.value == BUILTIN_TYPES[code]:
             return _Name(value + LITERAL_SUFFIXES[code])
-        return _Name(f"({literal_type.text()}){value}")
+        return _Cast(literal_type, value)
 
     # <type>
     def type(self) -> _Node:
@@ -536,17 +713,17 @@ class _Parser:
             node = _PointerToMember(owner, member)
         elif c == "D" and self.peek(1) == "p":
             self.pos += 2
-            node = _Name(self.type().text() + "...")
+            node = _PackExpansion(self.type())
         elif c == "T":
             node = self.template_param()
             if self.peek() == "I":
                 self.subs.append(node)
-                node = _Template(node, self.template_args(tag=False))
+                node = _Template(node, self.template_args())
         elif c == "S" and self.peek(1) != "t":
             node = self.substitution()
             if self.peek() != "I":
                 return node  # a plain substitution is not added again
-            node = _Template(node, self.template_args(tag=False))
+            node = _Template(node, self.template_args())
         else:
             node = self.name(None)  # class, enum, or a local (lambda) type
         self.subs.append(node)
@@ -573,21 +750,6 @@ class _Parser:
         return _Array(self.type(), dimension)
 
 
-@dataclass
-class _PointerToMember(_Node):
-    owner: _Node
-    member: _Node
-
-    def left(self) -> str:
-        if isinstance(self.member, _Function):
-            return self.member.left() + "(" + self.owner.text() + "::*"
-        return self.member.left() + " " + self.owner.text() + "::*"
-
-    def right(self) -> str:
-        if isinstance(self.member, _Function):
-            return ")" + self.member.right()
-        return self.member.right()
-
 
 @lru_cache(maxsize=65536)
 def demangle(name: str) -> str:
@@ -597,6 +759,53 @@ def demangle(name: str) -> str:
     if not name.startswith("_Z"):
         return name
     try:
-        return _Parser(name).mangled_name().text()
+        return _Parser(name).mangled_name().text(())
     except (_Fail, ValueError, IndexError, RecursionError):
         return name
+
+
+ELLIPSIS = "…"
+
+
+def shorten(name: str, width: int) -> str:
+    """Fits `name` into `width` characters, dropping detail from the inside out.
+
+    First the innermost template-argument and parameter lists become "<…>" / "(…)" (parameter lists
+    before template lists at the same depth, since they mostly repeat the template arguments), one
+    nesting level at a time; if that is not enough, the middle of the name is cut out."""
+    width = max(width, 8)
+    if len(name) <= width:
+        return name
+    groups = _bracket_groups(name)
+    while groups and len(name) > width:
+        deepest = max(depth for depth, _, _, _ in groups)
+        level = [g for g in groups if g[0] == deepest]
+        chosen = [g for g in level if g[1] == "("] or level
+        for _, _, start, end in sorted(chosen, key=lambda g: -g[2]):  # right to left keeps offsets valid
+            name = name[:start + 1] + ELLIPSIS + name[end:]
+        groups = _bracket_groups(name)
+        groups = [g for g in groups if name[g[2] + 1:g[3]] != ELLIPSIS]
+    if len(name) <= width:
+        return name
+    head = (width - 1) * 2 // 3
+    return name[:head] + ELLIPSIS + name[len(name) - (width - 1 - head):]
+
+
+def _bracket_groups(name: str) -> list[tuple[int, str, int, int]]:
+    """(depth, opening bracket, start, end) of every balanced <...> and (...) group with content.
+
+    "operator<", "operator->" and the like would unbalance the count; then nothing is returned and
+    shorten falls back to cutting the middle."""
+    groups = []
+    stack: list[tuple[str, int]] = []
+    pairs = {">": "<", ")": "("}
+    for i, c in enumerate(name):
+        if c in "<(":
+            stack.append((c, i))
+        elif c in ">)":
+            if not stack or stack[-1][0] != pairs[c]:
+                return []
+            opening, start = stack.pop()
+            if i > start + 1:
+                groups.append((len(stack), opening, start, i))
+    return groups if not stack else []

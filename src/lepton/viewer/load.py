@@ -10,8 +10,14 @@ We apply the same rules so that trees, totals and percentages match proton-viewe
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
+import re
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import repeat
 from numbers import Real
 
 import numpy as np
@@ -22,6 +28,10 @@ from .tree import MISSING_FRAME_TYPE, NO_PARENT, Tree
 METADATA_SCOPE_NAME = "__proton_launch_metadata"
 METADATA_SCOPE_PREFIX = METADATA_SCOPE_NAME + ":"
 _MSGPACK_SUFFIXES = (".hatchet_msgpack", ".msgpack")
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+# Python frames per tree level are 1 here; JSON cannot nest deeper than ~500 tree levels anyway,
+# MessagePack can. Since 3.11 Python-to-Python calls use no C stack, so a higher limit is safe.
+_DEEP_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 0
 
 
 class ProfileError(ValueError):
@@ -39,12 +49,27 @@ def load(path: str | os.PathLike) -> Tree:
 
 
 def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:
-    document = _decode(data, source)
-    return from_document(document, source)
+    with without_gc():
+        document = _decode(data, source)
+        return from_document(document, source)
+
+
+@contextmanager
+def without_gc():
+    """Parsing allocates millions of containers and no cycles; the cyclic collector would walk
+    them again and again (a 135 MB profile: json.loads 2.1 s with it, 0.8 s without)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _decode(data: bytes, source: str):
-    head = data.lstrip()[:1]
+    start = _LEADING_SPACE.match(data).end()  # Proton's JSON starts with "\n"
+    head = data[start:start + 1]
     if not head:
         raise ProfileError(f"'{source}' is empty, not a profile")
     if head in (b"[", b"{") and not source.endswith(_MSGPACK_SUFFIXES):
@@ -73,9 +98,17 @@ def _decode_json(data: bytes, source: str):
 def from_document(document, source: str = "<document>") -> Tree:
     """Builds a Tree from the decoded `[root_node, device_info]` list."""
     roots, devices = _split_document(document, source)
-    nodes, parents, depths = _flatten(roots, source)
-    kept = _prune(nodes, parents)
-    return _columns(nodes, parents, depths, kept, devices)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION_LIMIT))
+    try:
+        walk = _walk(roots)
+    except RecursionError as err:
+        raise ProfileError(f"'{source}' nests its tree too deeply to read") from err
+    except (KeyError, TypeError, AttributeError) as err:
+        raise ProfileError(f"'{source}' is not a hatchet profile: a tree node is malformed ({err!r})") from err
+    finally:
+        sys.setrecursionlimit(old_limit)
+    return _columns(walk, devices, source)
 
 
 def _split_document(document, source: str) -> tuple[list[dict], dict]:
@@ -96,103 +129,149 @@ def _split_document(document, source: str) -> tuple[list[dict], dict]:
     return roots, devices
 
 
-def _flatten(roots: list[dict], source: str) -> tuple[list[dict], list[int], list[int]]:
-    """Every node of the file in preorder, with its parent's position and its depth."""
-    nodes: list[dict] = []
-    parents: list[int] = []
-    depths: list[int] = []
-    stack = [(root, NO_PARENT, 0) for root in reversed(roots)]
-    while stack:
-        node, parent, depth = stack.pop()
-        if not isinstance(node, dict) or not isinstance(node.get("frame"), dict):
-            raise ProfileError(f"'{source}' is not a hatchet profile: a tree node has no 'frame' object")
-        if not isinstance(node.get("metrics", {}), dict) or not isinstance(node.get("children", []), list):
-            raise ProfileError(f"'{source}' is not a hatchet profile: a node's 'metrics' or 'children' has the wrong type")
-        index = len(nodes)
-        nodes.append(node)
-        parents.append(parent)
-        depths.append(depth)
-        for child in reversed(node.get("children", ())):
-            stack.append((child, index, depth + 1))
-    return nodes, parents, depths
+@dataclass
+class _Walk:
+    """Every node of the file in preorder, as parallel lists, with Proton's `remove_frames` verdict."""
+
+    frames: list[dict]
+    metrics: list[dict]
+    parents: list[int]
+    depths: list[int]
+    survives: list[bool]
+
+    def kept(self) -> list[int]:
+        """Positions of the nodes that stay: they survive and so does their parent."""
+        kept = [False] * len(self.frames)
+        parents, survives = self.parents, self.survives
+        for i in range(len(kept)):
+            parent = parents[i]
+            kept[i] = survives[i] and (parent == NO_PARENT or kept[parent])
+        return [i for i, keep in enumerate(kept) if keep]
 
 
-def _is_metadata(name) -> bool:
-    return name == METADATA_SCOPE_NAME or (isinstance(name, str) and name.startswith(METADATA_SCOPE_PREFIX))
+def _walk(roots: list[dict]) -> _Walk:
+    """One recursive pass over the nested dicts (the fastest way to walk 200,000 of them in Python;
+    locals, not attributes, for the same reason). A node's verdict needs its children's, so it is
+    decided on the way back up."""
+    walk = _Walk([], [], [], [], [])
+    add_frame, add_metrics = walk.frames.append, walk.metrics.append
+    add_parent, add_depth, add_survives = walk.parents.append, walk.depths.append, walk.survives.append
+    survives = walk.survives
 
-
-def _prune(nodes: list[dict], parents: list[int]) -> list[bool]:
-    """Proton's `remove_frames`, bottom-up over the preorder list (children come after parents)."""
-    n = len(nodes)
-    survives = [False] * n  # the node passes the rules, judged on its own subtree
-    any_child_survives = [False] * n
-    for i in range(n - 1, -1, -1):
-        node = nodes[i]
-        has_children = bool(node.get("children"))
-        if _is_metadata(node["frame"].get("name")):
-            ok = False
-        elif not node.get("metrics") and not has_children:
-            ok = False
-        else:
-            ok = any_child_survives[i] or not has_children
-        survives[i] = ok
-        if ok and parents[i] != NO_PARENT:
-            any_child_survives[parents[i]] = True
-    kept = [False] * n
-    for i in range(n):  # a surviving node under a dropped parent goes with it
-        kept[i] = survives[i] and (parents[i] == NO_PARENT or kept[parents[i]])
-    return kept
-
-
-def _columns(nodes, parents, depths, kept, devices) -> Tree:
-    new_index = [-1] * len(nodes)
-    parent_col: list[int] = []
-    depth_col: list[int] = []
-    names: list[str] = []
-    frame_types: list[str] = []
-    values_by_key: dict[str, tuple[list[int], list]] = {}
-    for i, node in enumerate(nodes):
-        if not kept[i]:
-            continue
-        row = len(names)
-        new_index[i] = row
-        parent_col.append(NO_PARENT if parents[i] == NO_PARENT else new_index[parents[i]])
-        depth_col.append(depths[i])
+    def visit(node: dict, parent: int, depth: int) -> bool:
         frame = node["frame"]
-        names.append(str(frame.get("name") or node.get("name", "")))
-        frame_types.append(str(frame.get("type", MISSING_FRAME_TYPE)))
-        for key, value in node.get("metrics", {}).items():
-            column = values_by_key.get(key)
-            if column is None:
-                column = values_by_key[key] = ([], [])
-            column[0].append(row)
-            column[1].append(value)
-    first_root = next((node for i, node in enumerate(nodes) if kept[i] and parents[i] == NO_PARENT), None)
-    numbers, texts = _typed_columns(values_by_key, len(names))
+        metrics = node.get("metrics") or _NO_METRICS
+        index = len(survives)
+        add_frame(frame)
+        add_metrics(metrics)
+        add_parent(parent)
+        add_depth(depth)
+        add_survives(False)
+        children = node.get("children")
+        if children:
+            keep = False
+            for child in children:
+                if visit(child, index, depth + 1):
+                    keep = True
+        else:
+            keep = bool(metrics)
+        if keep:
+            name = frame.get("name")
+            if name == METADATA_SCOPE_NAME or (name.__class__ is str and name.startswith(METADATA_SCOPE_PREFIX)):
+                keep = False
+            survives[index] = keep
+        return keep
+
+    for root in roots:
+        visit(root, NO_PARENT, 0)
+    return walk
+
+
+_NO_METRICS: dict = {}
+
+
+def _columns(walk: _Walk, devices: dict, source: str) -> Tree:
+    kept = walk.kept()
+    everything = len(kept) == len(walk.frames)
+    pick = (lambda values: values) if everything else (lambda values: [values[i] for i in kept])
+    frames, metrics = pick(walk.frames), pick(walk.metrics)
+    if not set(map(type, frames)) | set(map(type, metrics)) <= {dict}:
+        raise ProfileError(f"'{source}' is not a hatchet profile: a node's 'frame' or 'metrics' is not an object")
+    names = list(map(dict.get, frames, repeat("name")))
+    if None in names:
+        raise ProfileError(f"'{source}' is not a hatchet profile: a frame has no name")
+    old_parents = np.array(walk.parents, dtype=np.int64)[kept]
+    row_of = np.full(len(walk.frames), NO_PARENT, dtype=np.int64)
+    row_of[kept] = np.arange(len(kept))
+    key_order, groups = _group_by_metric_names(metrics)
+    numbers, texts = _typed_columns(metrics, groups, key_order)
     return Tree(
-        parent=np.array(parent_col, dtype=np.int64),
-        depth=np.array(depth_col, dtype=np.int64),
-        names=names,
-        frame_types=frame_types,
+        parent=np.where(old_parents == NO_PARENT, NO_PARENT, row_of[np.maximum(old_parents, 0)]),
+        depth=np.array(pick(walk.depths), dtype=np.int64),
+        names=_strings(names),
+        frame_types=_strings(list(map(dict.get, frames, repeat("type"), repeat(MISSING_FRAME_TYPE)))),
         numbers=numbers,
         texts=texts,
-        root_keys=list(first_root.get("metrics", {})) if first_root is not None else [],
-        key_order=list(values_by_key),
+        root_keys=list(next((m for m, p in zip(metrics, old_parents.tolist()) if p == NO_PARENT), {})),
+        key_order=key_order,
         devices=devices,
     )
 
 
-def _typed_columns(values_by_key, n: int) -> tuple[dict[str, np.ndarray], dict[str, list]]:
+def _strings(values: list) -> list[str]:
+    return values if set(map(type, values)) <= {str} else [str(v) for v in values]
+
+
+def _group_by_metric_names(metrics: list[dict]) -> tuple[list[str], dict[tuple, np.ndarray]]:
+    """Rows grouped by their tuple of metric names, and every name in order of first use.
+
+    Nodes of one kind carry the same names (kernels: time, count, device...), so each group is
+    transposed once instead of appending metric by metric."""
+    key_tuples = list(map(tuple, metrics))
+    ids_of: dict[tuple, int] = {}
+    ids = np.array([ids_of.setdefault(keys, len(ids_of)) for keys in key_tuples], dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    bounds = np.searchsorted(ids[order], np.arange(len(ids_of) + 1))
+    groups = {keys: order[bounds[i]:bounds[i + 1]] for keys, i in ids_of.items() if keys}
+    key_order = list(dict.fromkeys(key for keys in ids_of for key in keys))
+    return key_order, groups
+
+
+_NUMBER_TYPES = frozenset({int, float, bool})
+
+
+def _typed_columns(metrics: list[dict], groups: dict[tuple, np.ndarray], key_order: list[str]):
+    n = len(metrics)
+    parts: dict[str, list[tuple[np.ndarray, tuple]]] = {key: [] for key in key_order}
+    for keys, rows in groups.items():
+        dicts = map(metrics.__getitem__, rows.tolist())
+        # All dicts of a group list the same names in the same order: transpose their values.
+        for key, column in zip(keys, zip(*map(tuple, map(dict.values, dicts)))):
+            parts[key].append((rows, column))
     numbers: dict[str, np.ndarray] = {}
-    texts: dict[str, list] = {}
-    for key, (rows, values) in values_by_key.items():
-        if all(isinstance(v, Real) for v in values):
-            column = np.full(n, np.nan)
-            column[rows] = np.array(values, dtype=np.float64)
-            numbers[key] = column
+    texts: dict[str, np.ndarray] = {}
+    for key, pieces in parts.items():
+        value_types = set()
+        for _, column in pieces:
+            value_types.update(map(type, column))
+        if value_types <= _NUMBER_TYPES or all(issubclass(t, Real) for t in value_types):
+            numbers[key] = array = np.full(n, np.nan)
+            for rows, column in pieces:
+                array[rows] = np.array(column, dtype=np.float64)
         else:  # device ids and types are strings; vector metrics are lists
-            text_column: list = [None] * n
-            for row, value in zip(rows, values):
-                text_column[row] = value
-            texts[key] = text_column
+            texts[key] = text = np.full(n, None, dtype=object)
+            nested = bool(value_types & {list, tuple})
+            for rows, column in pieces:
+                text[rows] = _object_array(column, nested)
     return numbers, texts
+
+
+def _object_array(values: tuple, nested: bool) -> np.ndarray:
+    """A 1-d object array of `values`, even when they are lists (which numpy would make 2-d)."""
+    array = np.empty(len(values), dtype=object)
+    if nested:
+        for i, value in enumerate(values):
+            array[i] = value
+    else:
+        array[:] = values
+    return array

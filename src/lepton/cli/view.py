@@ -1,0 +1,194 @@
+"""lepton-view: proton-viewer's command line, without pandas or hatchet.
+
+Parse -> typed ViewOptions -> run -> exit code: 0 shown, 2 for a bad file, metric, pattern or
+argument (with one line on stderr saying what is wrong).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import Literal, Sequence, TextIO
+
+from ..viewer.demangle import demangle
+from ..viewer.derive import Catalog, MetricError, derive, negative_byte_warning, short_name
+from ..viewer.diff import subtract
+from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
+from ..viewer.load import ProfileError, load, without_gc
+from ..viewer.render import RenderOptions, csv_text, json_text, sorted_text, tree_text
+from ..viewer.tree import Tree
+
+__all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
+
+PROG = "lepton-view"
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+DEFAULT_METRIC = "time/ms"  # proton-viewer prints nothing without -m; we show time
+
+ColorMode = Literal["auto", "always", "never"]
+OutputFormat = Literal["tree", "csv", "json"]
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    file: str
+    metrics: list[str] | None = None
+    list_metrics: bool = False
+    include: str | None = None
+    exclude: str | None = None
+    threshold: float | None = None
+    depth: int = 100
+    name_format: str = "full"
+    print_sorted: bool = False
+    diff_file: str | None = None
+    color: ColorMode = "auto"
+    mangled: bool = False
+    output: OutputFormat = "tree"
+    width: int | None = None  # None: the terminal's width when stdout is one; 0: never shorten
+
+
+METRICS_HELP = """Metrics to show, comma separated (default: time/ms). Names are case-insensitive
+and may leave out the unit ("time" for "time (ns)"). Derived metrics:
+- time/s, time/ms, time/us, time/ns: time
+- avg_time/<unit>: time / count; cpu_time/<unit>, avg_cpu_time/<unit>: cpu_timed_scope time
+- flop[8|16|32|64]/s, gflop.../s, tflop.../s: flops / time
+- byte/s, gbyte/s, tbyte/s: bytes / time
+- util: max(flops / peak flops, bytes / peak bandwidth) / time, per kernel
+- <metric>/%: share of ROOT (summed metrics) or of the column total (per-node metrics)
+Metrics on ROOT are summed over subtrees; the others are per node."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawTextHelpFormatter,
+        description="Show a Proton/Lepton profile (hatchet JSON or hatchet MessagePack) as a tree.")
+    parser.add_argument("file", help="the profile: .hatchet, .json or .hatchet_msgpack")
+    parser.add_argument("-l", "--list", action="store_true", help="list the metrics in the profile")
+    parser.add_argument("-m", "--metrics", help=METRICS_HELP)
+    parser.add_argument("-i", "--include", help="keep only the paths through frames matching this regex")
+    parser.add_argument("-e", "--exclude", help="drop the frames matching this regex and their subtrees")
+    parser.add_argument("-t", "--threshold", type=float,
+                        help="drop frames whose first metric is below this value")
+    parser.add_argument("-d", "--depth", type=int, default=100, help="tree depth to show (default 100)")
+    parser.add_argument("-f", "--format", choices=NAME_FORMATS, default="full",
+                        help="how to show file:line@function frame names (default full)")
+    parser.add_argument("--print-sorted", "--print_sorted", dest="print_sorted", action="store_true",
+                        help="after the tree, list the frames sorted by the first metric")
+    parser.add_argument("-diff", "--diff-profile", dest="diff_profile", metavar="OTHER",
+                        help="show FILE minus OTHER")
+    color = parser.add_mutually_exclusive_group()
+    color.add_argument("--no-color", dest="color", action="store_const", const="never",
+                       help="never colour the output (default: colour on a terminal)")
+    color.add_argument("--color", dest="color", action="store_const", const="always",
+                       help="colour the output even when it is not a terminal")
+    parser.add_argument("--mangled", action="store_true", help="show C++ kernel names as they are, not demangled")
+    parser.add_argument("--output", choices=("tree", "csv", "json"), default="tree",
+                        help="tree (default), or csv / json for scripts")
+    parser.add_argument("--width", type=int, default=None,
+                        help="shorten names to fit this many columns (default: the terminal's; 0: never)")
+    return parser
+
+
+def parse_options(argv: Sequence[str] | None) -> ViewOptions:
+    args = build_parser().parse_args(argv)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    return ViewOptions(file=args.file, metrics=metrics, list_metrics=args.list, include=args.include,
+                       exclude=args.exclude, threshold=args.threshold, depth=args.depth,
+                       name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
+                       color=args.color or "auto", mangled=args.mangled, output=args.output, width=args.width)
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    options = parse_options(argv)  # argparse exits with 2 on a bad command line
+    try:
+        with without_gc():  # see without_gc: loading and rendering make no reference cycles
+            return run(options, stdout, stderr)
+    except (ProfileError, MetricError, FilterError) as err:
+        print(f"{PROG}: error: {err}", file=stderr)
+        return EXIT_BAD_INPUT
+
+
+def console_main() -> None:
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `lepton-view big.hatchet | head`: the reader left, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    sys.exit(code)
+
+
+def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    tree = load(options.file)
+    if options.list_metrics:
+        stdout.write(list_text(tree))
+        return EXIT_OK
+    if not tree.numbers:
+        raise ProfileError(f"'{options.file}' has no metrics to show")
+    metrics = options.metrics or _default_metrics(tree)
+    tree, columns, warnings = _prepare(tree, metrics, options)
+    side = None
+    if options.diff_file:
+        other, other_columns, other_warnings = _prepare(load(options.diff_file), metrics, options)
+        result = subtract(tree, columns, other, other_columns)
+        tree, columns, side, warnings = result.tree, result.columns, result.side, warnings + other_warnings
+    render = _render_options(options, stdout)
+    if options.output == "csv":
+        stdout.write(csv_text(tree, columns, render, side))
+    elif options.output == "json":
+        stdout.write(json_text(tree, columns, render, side))
+    else:
+        stdout.write(tree_text(tree, columns, render, side))
+        if options.print_sorted:
+            stdout.write(sorted_text(tree, columns, render))
+    for warning in warnings:
+        print(f"{PROG}: {warning}", file=stderr)
+    return EXIT_OK
+
+
+def list_text(tree: Tree) -> str:
+    """`-l`, exactly as proton-viewer prints it (names lower-cased, cut at the unit)."""
+    catalog = Catalog.of(tree)
+    lines = ["Available inclusive metrics:"] + [f"- {short_name(m)}" for m in catalog.inclusive]
+    lines += ["Available exclusive metrics:"] + [f"- {short_name(m)}" for m in catalog.exclusive]
+    return "\n".join(lines) + "\n"
+
+
+def _default_metrics(tree: Tree) -> list[str]:
+    try:
+        Catalog.of(tree).match("time")
+        return [DEFAULT_METRIC]
+    except MetricError:
+        raise MetricError(f"no -m given and the profile has no time; {Catalog.of(tree).describe()}") from None
+
+
+def _prepare(tree: Tree, metrics: list[str], options: ViewOptions):
+    derived = derive(tree, metrics)
+    aliases = None
+    if not options.mangled and (options.include or options.exclude):
+        aliases = [demangle(name) for name in tree.names]
+    tree, columns = apply_filters(tree, derived.columns, options.include, options.exclude,
+                                  options.threshold, aliases)
+    warnings = list(derived.warnings)
+    negative = negative_byte_warning(columns)
+    if negative:
+        warnings.append(negative)
+    return tree, columns, warnings
+
+
+def _render_options(options: ViewOptions, stdout: TextIO) -> RenderOptions:
+    is_terminal = hasattr(stdout, "isatty") and stdout.isatty()
+    if options.color == "auto":
+        color = is_terminal and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    else:
+        color = options.color == "always"
+    width = options.width
+    if width is None and is_terminal:
+        width = shutil.get_terminal_size().columns
+    return RenderOptions(depth=options.depth, name_format=options.name_format, demangle=not options.mangled,
+                         color=color, width=width or None)
+
+

@@ -1,0 +1,296 @@
+"""`CuptiBackend`: kernels timed by CUPTI's activity API, attributed by external correlation.
+
+How a kernel finds its scope (cupti-notes §3): the runtime pushes the current path id as a CUSTOM2
+external correlation id on the launching thread (`push_path`) and pops it on scope exit
+(`pop_path`). For every launch API call made meanwhile CUPTI writes an EXTERNAL_CORRELATION record
+carrying that id, before the call's API record; the kernel record shares the call's correlation id.
+CUPTI writes those records only for API calls whose API records are on, so the launch APIs' records
+are turned on, and only theirs:
+
+- before CUDA is initialised, `cuptiActivityEnableDriverApi/RuntimeApi(cbid, 1)` for each launch
+  cbid suffices (the whole RUNTIME+DRIVER kinds would cost ≈25 records per launch pair);
+- after it, those per-API calls are silently ignored [measured], so the whole DRIVER and RUNTIME
+  kinds are enabled and every other cbid (≈1300 calls, ≈1 ms) is switched off again.
+
+Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) when 4
+are pending and at every flush, on CUPTI's buffer thread or the flushing thread: never per launch.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from ...errors import UsageError
+from ...model.records import DeviceInfo
+from ..backend import Backend
+from . import layout
+from .bindings import BufferCompletedFunc, BufferRequestedFunc, CallbackFunc, Cupti, CuptiBusyError
+from .collector import Collector
+from .devices import Driver
+from .graphs import GraphNodePaths
+
+BUFFER_BYTES = 8 << 20  # ≈28k launches (ext 24 B + API 40 B + kernel 216 B each) per buffer
+PROCESS_AT_BYTES = 4 * BUFFER_BYTES  # parse on CUPTI's thread once this much is pending
+_POOL_MAX = 8  # parsed buffers kept for reuse (64 MiB)
+
+# Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
+# are process-wide, so the capture map is too.
+GRAPH_NODES = GraphNodePaths()
+
+
+class _Shared:
+    """What CUPTI's C callbacks reach. CUPTI keeps one set of buffer callbacks per process, so the
+    ctypes callback objects live here for the life of the process (freeing one CUPTI may still call
+    would crash it) and dispatch to the backend that is running, if any."""
+
+    backend: "CuptiBackend | None" = None
+    buffers: dict[int, np.ndarray] = {}  # address -> array lent to CUPTI
+    pool: list[np.ndarray] = []
+    lock = threading.Lock()
+
+
+def _buffer_requested(buffer_pp: int, size_p: int, max_records_p: int) -> None:
+    """CUPTI wants an empty buffer. Called from CUPTI's thread or from a launching thread."""
+    with _Shared.lock:
+        buf = _Shared.pool.pop() if _Shared.pool else np.empty(BUFFER_BYTES, np.uint8)
+        address = buf.ctypes.data  # numpy's allocations are ≥16-byte aligned; CUPTI needs 8
+        _Shared.buffers[address] = buf
+    ctypes.c_void_p.from_address(buffer_pp).value = address
+    ctypes.c_size_t.from_address(size_p).value = buf.nbytes
+    ctypes.c_size_t.from_address(max_records_p).value = 0  # as many as fit
+
+
+def _buffer_completed(context: int, stream_id: int, address: int, size: int, valid: int) -> None:
+    """CUPTI hands a buffer back. Called from CUPTI's buffer-completion thread."""
+    with _Shared.lock:
+        buf = _Shared.buffers.pop(address, None)
+    backend = _Shared.backend
+    if backend is None:
+        _recycle([buf] if buf is not None else [])
+        return
+    backend._buffer_completed(buf, valid)
+
+
+def _recycle(buffers: list[np.ndarray]) -> None:
+    with _Shared.lock:
+        room = _POOL_MAX - len(_Shared.pool)
+        _Shared.pool.extend(buffers[:max(room, 0)])
+
+
+def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> None:
+    """Graph node created (on the capturing thread) or cloned (at instantiation)."""
+    backend = _Shared.backend
+    if backend is not None and domain == layout.CB_DOMAIN_RESOURCE:
+        backend._graph_callback(cbid, cbdata)
+
+
+_C_REQUESTED = BufferRequestedFunc(_buffer_requested)
+_C_COMPLETED = BufferCompletedFunc(_buffer_completed)
+_C_CALLBACK = CallbackFunc(_resource_callback)
+
+
+def _current_path_function():
+    try:
+        from ...runtime import current_path
+    except ImportError:  # the runtime is not there (unit tests of the backend alone)
+        return lambda: 0
+    return current_path
+
+
+class CuptiBackend(Backend):
+    name = "cupti"
+    device_type = "CUDA"
+    modes = ("",)
+
+    def __init__(self, mode: str = "", *, cupti: Cupti | None = None, driver: Driver | None = None) -> None:
+        """`cupti` and `driver` default to the real libraries; tests pass fakes."""
+        if mode:
+            raise UsageError(f"CuptiProfiler: unsupported mode: {mode}")
+        super().__init__(mode)
+        self.cupti = cupti if cupti is not None else Cupti()
+        self.driver = driver if driver is not None else Driver()
+        self.push_path, self.pop_path = self.cupti.external_id_push_pop(layout.EXT_KIND_CUSTOM2)
+        self.collector: Collector | None = None
+        self.api_records = ""  # "per-cbid" or "masked": how launch API records were turned on
+        self.graph_capture_scopes = False  # whether graph-node callbacks record capture scopes
+        self._subscriber: int | None = None
+        self._masked: tuple[list[int], list[int]] = ([], [])
+        self._current_path = _current_path_function()
+
+    # -- start / flush / stop ---------------------------------------------------------------------------
+    def _do_start(self) -> None:
+        cupti = self.cupti
+        try:
+            self._subscriber = cupti.subscribe(_C_CALLBACK)
+        except CuptiBusyError:
+            if not _idle_torch_profiler_holds_cupti():
+                raise
+            # torch.profiler (Kineto) subscribes at its first use and never unsubscribes [measured,
+            # torch 2.11], but between its sessions CUPTI's activity API is free; Kineto registers
+            # its buffer callbacks again when it next starts. Without a subscription there are no
+            # graph-node callbacks, so replayed kernels land under the replay scope only.
+            self._subscriber = None
+            self.graph_capture_scopes = False
+            warnings.warn("lepton: torch.profiler keeps CUPTI's callback slot after its session; "
+                          "kernels of CUDA graphs are attributed to the scope of their replay only "
+                          "(not to the scopes they were captured in)", RuntimeWarning, stacklevel=2)
+        try:
+            if self._subscriber is not None:
+                self.graph_capture_scopes = True
+                for cbid in (layout.CBID_RESOURCE_GRAPHNODE_CREATED, layout.CBID_RESOURCE_GRAPHNODE_CLONED):
+                    cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
+            self.collector = Collector(self.sink, _kernel_name, graphs=GRAPH_NODES,
+                                       record_size=self._record_size,
+                                       clock_offset_ns=self._clock_offset_ns())
+            _Shared.backend = self
+            # Registered at every start: torch.profiler registers its own and leaves them.
+            cupti.register_buffer_callbacks(_C_REQUESTED, _C_COMPLETED)
+            cupti.dropped_records()  # zero CUPTI's count, which a previous client may have left
+            cupti.enable(layout.KIND_CONCURRENT_KERNEL)
+            cupti.enable(layout.KIND_EXTERNAL_CORRELATION)
+            self._enable_launch_records()
+        except BaseException:
+            self._release()
+            raise
+
+    def _enable_launch_records(self) -> None:
+        cupti = self.cupti
+        if not self.driver.initialized():
+            for cbid in layout.DRIVER_LAUNCH_CBIDS:
+                cupti.check(cupti.enable_driver_api(cbid, True), f"cuptiActivityEnableDriverApi({cbid})")
+            for cbid in layout.RUNTIME_LAUNCH_CBIDS:
+                cupti.check(cupti.enable_runtime_api(cbid, True), f"cuptiActivityEnableRuntimeApi({cbid})")
+            self.api_records = "per-cbid"
+            return
+        cupti.enable(layout.KIND_DRIVER)
+        cupti.enable(layout.KIND_RUNTIME)
+        drv, rt = set(layout.DRIVER_LAUNCH_CBIDS), set(layout.RUNTIME_LAUNCH_CBIDS)
+        # Some cbids are gaps in CUPTI's tables and answer an error: those have no records anyway.
+        off_drv = [c for c in range(1, layout.DRIVER_CBID_COUNT)
+                   if c not in drv and cupti.enable_driver_api(c, False) == 0]
+        off_rt = [c for c in range(1, layout.RUNTIME_CBID_COUNT)
+                  if c not in rt and cupti.enable_runtime_api(c, False) == 0]
+        self._masked = (off_drv, off_rt)
+        self.api_records = "masked"
+
+    def _clock_offset_ns(self) -> int:
+        """`time.time_ns() - cuptiGetTimestamp()`, from the tightest of 5 bracketed readings."""
+        best = None
+        for _ in range(5):
+            t0 = time.time_ns()
+            ts = self.cupti.timestamp()
+            t1 = time.time_ns()
+            if best is None or t1 - t0 < best[0]:
+                best = (t1 - t0, (t0 + t1) // 2 - ts)
+        return best[1]
+
+    def _do_flush(self) -> None:
+        if self.collector is None:
+            return
+        self.driver.synchronize_all()  # kernels still running get their records too
+        self.cupti.flush_all(forced=False)
+        self.cupti.flush_all(forced=True)  # also the partly filled buffers
+        self._report_dropped()
+        self.collector.process(flush=True)
+        _recycle(self.collector.take_parsed_buffers())
+
+    def _do_stop(self) -> None:
+        try:
+            cupti = self.cupti
+            for kind in (layout.KIND_CONCURRENT_KERNEL, layout.KIND_EXTERNAL_CORRELATION,
+                         layout.KIND_DRIVER, layout.KIND_RUNTIME):
+                cupti.disable(kind)
+            self._restore_api_records()
+            cupti.flush_all(forced=True)  # records written between the last flush and the disable
+            self._report_dropped()
+            if self.collector is not None:
+                self.collector.process(flush=True)
+                _recycle(self.collector.take_parsed_buffers())
+        finally:
+            self._release()
+
+    def _restore_api_records(self) -> None:
+        """Leaves CUPTI's per-API switches as they were, for the next client (torch.profiler)."""
+        cupti = self.cupti
+        if self.api_records == "per-cbid":
+            for cbid in layout.DRIVER_LAUNCH_CBIDS:
+                cupti.enable_driver_api(cbid, False)
+            for cbid in layout.RUNTIME_LAUNCH_CBIDS:
+                cupti.enable_runtime_api(cbid, False)
+        else:
+            for cbid in self._masked[0]:
+                cupti.enable_driver_api(cbid, True)
+            for cbid in self._masked[1]:
+                cupti.enable_runtime_api(cbid, True)
+        self._masked = ([], [])
+        self.api_records = ""
+
+    def _release(self) -> None:
+        _Shared.backend = None
+        if self._subscriber is not None:
+            try:
+                self.cupti.unsubscribe(self._subscriber)
+            finally:
+                self._subscriber = None
+
+    # -- CUPTI callbacks (dispatched from _Shared) -----------------------------------------------------
+    def _buffer_completed(self, buf: np.ndarray | None, valid: int) -> None:
+        """A completed buffer. Called from CUPTI's buffer-completion thread."""
+        self._report_dropped()
+        collector = self.collector
+        if buf is None or collector is None or valid == 0:
+            _recycle([buf] if buf is not None else [])
+            return
+        collector.add_buffer(buf, valid)
+        if collector.pending_bytes >= PROCESS_AT_BYTES:
+            collector.process(flush=False)
+            _recycle(collector.take_parsed_buffers())
+
+    def _report_dropped(self) -> None:
+        """Called from CUPTI's buffer thread and from flush."""
+        n = self.cupti.dropped_records()
+        if n and self.sink is not None:
+            self.sink.report_dropped(n, "cupti")
+
+    def _record_size(self, buf: np.ndarray, valid: int, offset: int) -> int:
+        """Called from CUPTI's buffer thread (via the collector)."""
+        return self.cupti.record_size_at(buf.ctypes.data, valid, offset)
+
+    def _graph_callback(self, cbid: int, cbdata: int) -> None:
+        """A RESOURCE callback: GRAPHNODE_CREATED runs on the thread that adds the node (the
+        capturing thread during stream capture), GRAPHNODE_CLONED at graph instantiation."""
+        graph_data = ctypes.c_void_p.from_address(cbdata + layout.ResourceData.resource_descriptor).value
+        if not graph_data:
+            return
+        node = ctypes.c_void_p.from_address(graph_data + layout.GraphData.node).value
+        if cbid == layout.CBID_RESOURCE_GRAPHNODE_CREATED:
+            GRAPH_NODES.created(self.cupti.graph_node_id(node), self._current_path())
+        elif cbid == layout.CBID_RESOURCE_GRAPHNODE_CLONED:
+            original = ctypes.c_void_p.from_address(graph_data + layout.GraphData.original_node).value
+            GRAPH_NODES.cloned(self.cupti.graph_node_id(original), self.cupti.graph_node_id(node))
+
+    # -- devices ----------------------------------------------------------------------------------------
+    def device_info(self, device_id: int) -> DeviceInfo | None:
+        return self.driver.device_info(device_id)
+
+
+def _idle_torch_profiler_holds_cupti() -> bool:
+    """Whether the CUPTI subscription that refused us is Kineto's, left over from a torch.profiler
+    session that has ended (rather than a live torch.profiler, or Nsight tools injected through
+    CUDA_INJECTION64_PATH, whose activity buffers we must not take over)."""
+    torch = sys.modules.get("torch")
+    if torch is None or os.environ.get("CUDA_INJECTION64_PATH"):
+        return False
+    enabled = getattr(getattr(torch, "autograd", None), "_profiler_enabled", None)
+    return enabled is not None and not enabled()
+
+
+def _kernel_name(address: int) -> str:
+    """The kernel name CUPTI keeps at `address`. Called from CUPTI's buffer thread."""
+    return ctypes.string_at(address).decode("utf-8", errors="replace")

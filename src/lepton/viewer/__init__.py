@@ -1,0 +1,18 @@
+"""The terminal viewer: file -> Tree -> derived metrics -> filters -> text.
+
+Reads hatchet JSON and hatchet MessagePack (Lepton's and Proton's); needs numpy only, and never
+imports `lepton.collect`.
+"""
+from __future__ import annotations
+
+from .demangle import demangle, shorten
+from .derive import Column, MetricError, derive
+from .filters import FilterError, apply_filters
+from .load import ProfileError, load, load_bytes
+from .render import RenderOptions, csv_text, json_text, sorted_text, tree_text
+from .tree import Tree
+
+__all__ = [
+    "Column", "FilterError", "MetricError", "ProfileError", "RenderOptions", "Tree", "apply_filters",
+    "csv_text", "demangle", "derive", "json_text", "load", "load_bytes", "shorten", "sorted_text", "tree_text",
+]

@@ -1,0 +1,306 @@
+"""Parsed CUPTI buffers -> kernel batches: the join of kernel, API and external-correlation records,
+across buffers, for graph replays, and what is counted as dropped."""
+from __future__ import annotations
+
+import numpy as np
+
+from lepton.collect.cupti import layout, synthetic
+from lepton.collect.cupti.collector import Collector
+from lepton.collect.cupti.graphs import GraphNodePaths
+from lepton.model.paths import PathTable
+from lepton.model.records import UNKNOWN_LAUNCH_NS
+
+CONC, EXT, RT, DRV = (layout.KIND_CONCURRENT_KERNEL, layout.KIND_EXTERNAL_CORRELATION,
+                      layout.KIND_RUNTIME, layout.KIND_DRIVER)
+NAMES = {0x1000: "add_kernel", 0x2000: "_ZN2at6native29vectorized_elementwise_kernel"}
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.paths = PathTable()
+        self.batches = []
+        self.dropped = 0
+
+    def ingest(self, batch) -> None:
+        self.batches.append(batch)
+
+    def report_dropped(self, count: int, reason: str) -> None:
+        assert reason == "cupti"
+        self.dropped += count
+
+    def rows(self) -> list[tuple]:
+        """(parent path names, kernel name, start, end, launch, device, stream) of every kernel."""
+        out = []
+        for b in self.batches:
+            for i in range(len(b)):
+                out.append(("/".join(self.paths.names_of(int(b.parent_path[i]))), b.names[b.name_id[i]],
+                            int(b.start_ns[i]), int(b.end_ns[i]), int(b.launch_ns[i]),
+                            int(b.device_id[i]), int(b.stream_id[i])))
+        return out
+
+
+def launch(kinds, kernel, api, ext, *, corr, ext_id=None, t, name=0x1000, device=0, stream=7,
+           api_kind=RT, graph_nodes=None):
+    """Appends one launch's records (ext if in a scope, API); returns the kernel record(s) to append
+    later, as CUPTI writes them when the kernels complete."""
+    if ext_id is not None:
+        kinds.append(EXT)
+        ext["external_id"].append(ext_id)
+        ext["correlation_id"].append(corr)
+        ext["external_kind"].append(layout.EXT_KIND_CUSTOM2)
+    kinds.append(api_kind)
+    api["start"].append(t)
+    api["correlation_id"].append(corr)
+    pending = []
+    for node in graph_nodes or [0]:
+        pending.append(dict(start=t + 1000, end=t + 3000, correlation_id=corr, name=name, device_id=device,
+                            stream_id=stream, graph_node_id=node))
+    return pending
+
+
+def add_kernels(kinds, kernel, pending):
+    for p in pending:
+        kinds.append(CONC)
+        for f, v in p.items():
+            kernel.setdefault(f, []).append(v)
+
+
+def empty():
+    return [], {}, {"start": [], "correlation_id": []}, {"external_id": [], "correlation_id": [],
+                                                         "external_kind": []}
+
+
+def test_kernels_land_under_the_scope_pushed_at_their_launch_with_times_converted():
+    sink = Sink()
+    a = sink.paths.extend(0, ["a"])
+    ab = sink.paths.extend(a, ["b"])
+    kinds, kernel, api, ext = empty()
+    p1 = launch(kinds, kernel, api, ext, corr=1, ext_id=a, t=10_000)
+    p2 = launch(kinds, kernel, api, ext, corr=2, ext_id=ab, t=20_000, name=0x2000, stream=13)
+    p3 = launch(kinds, kernel, api, ext, corr=3, t=30_000)  # outside every scope
+    add_kernels(kinds, kernel, p1 + p2 + p3)
+    buf = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__, clock_offset_ns=5)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=False) == 3
+    assert sink.rows() == [
+        ("a", "add_kernel", 11_005, 13_005, 10_005, 0, 7),
+        ("a/b", "_ZN2at6native29vectorized_elementwise_kernel", 21_005, 23_005, 20_005, 0, 13),
+        ("", "add_kernel", 31_005, 33_005, 30_005, 0, 7),
+    ]
+    assert sink.batches[0].correlation_id.tolist() == [1, 2, 3]
+
+
+def test_a_kernel_finds_its_launch_records_in_an_earlier_buffer():
+    sink = Sink()
+    a = sink.paths.extend(0, ["a"])
+    kinds, kernel, api, ext = empty()
+    pending = launch(kinds, kernel, api, ext, corr=7, ext_id=a, t=1_000_000)
+    first = synthetic.pack(kinds, kernel, api, ext)
+    kinds, kernel, api, ext = empty()
+    add_kernels(kinds, kernel, pending)
+    second = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(first, len(first))
+    assert col.process(flush=False) == 0
+    col.add_buffer(second, len(second))
+    assert col.process(flush=False) == 1
+    assert sink.rows()[0][:2] == ("a", "add_kernel")
+
+
+def test_a_kernel_seen_before_its_launch_record_waits_for_it():
+    sink = Sink()
+    a = sink.paths.extend(0, ["a"])
+    kinds, kernel, api, ext = empty()
+    pending = launch(kinds, kernel, api, ext, corr=9, ext_id=a, t=50_000)
+    kinds_k, kernel_k, _, _ = empty()
+    add_kernels(kinds_k, kernel_k, pending)
+    kernels_first = synthetic.pack(kinds_k, kernel_k)
+    launches_later = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(kernels_first, len(kernels_first))
+    assert col.process(flush=False) == 0  # held, not guessed
+    col.add_buffer(launches_later, len(launches_later))
+    assert col.process(flush=False) == 1
+    assert sink.rows() == [("a", "add_kernel", 51_000, 53_000, 50_000, 0, 7)]
+
+
+def test_at_a_flush_kernels_without_a_launch_record_go_to_root_with_an_unknown_launch_time():
+    sink = Sink()
+    kinds, kernel, _, _ = empty()
+    add_kernels(kinds, kernel, [dict(start=100, end=200, correlation_id=4, name=0x1000)])
+    buf = synthetic.pack(kinds, kernel)
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=False) == 0
+    assert col.process(flush=True) == 1
+    assert sink.rows() == [("", "add_kernel", 100, 200, UNKNOWN_LAUNCH_NS, 0, 7)]
+
+
+def test_external_ids_of_other_kinds_are_ignored():
+    """torch.profiler's ops (CUSTOM0) and record_function ranges (CUSTOM1) are not our scopes."""
+    sink = Sink()
+    a = sink.paths.extend(0, ["a"])
+    kinds, kernel, api, ext = empty()
+    pending = launch(kinds, kernel, api, ext, corr=3, ext_id=a, t=1000)
+    kinds.insert(0, EXT)  # a CUSTOM0 record for the same launch, ahead of ours
+    ext["external_id"].insert(0, 999)
+    ext["correlation_id"].insert(0, 3)
+    ext["external_kind"].insert(0, 3)
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(buf, len(buf))
+    col.process(flush=True)
+    assert [r[0] for r in sink.rows()] == ["a"]
+
+
+def test_each_graph_replay_counts_its_own_kernels_under_its_scope_and_the_capture_scopes():
+    """Proton 3.6 puts both replays' kernels under the second replay (cudagraph.hatchet: replay0
+    empty, replay1 12 kernels); each replay must get its own 6:
+
+        replay0/<captured_at>/iter_{0,1,2}/{add_kernel, mul}   one each
+        replay1/<captured_at>/iter_{0,1,2}/{add_kernel, mul}   one each
+    """
+    sink = Sink()
+    graphs = GraphNodePaths()
+    nodes = []
+    for i in range(3):
+        it = sink.paths.extend(0, [f"iter_{i}"])
+        for j in range(2):
+            captured, instantiated = 100 + 2 * i + j, (1 << 32) | (2 * i + j)
+            graphs.created(captured, it)
+            graphs.cloned(captured, instantiated)
+            nodes.append(instantiated)
+    kinds, kernel, api, ext = empty()
+    pending = []
+    for corr, scope in ((20, "replay0"), (21, "replay1")):
+        p = launch(kinds, kernel, api, ext, corr=corr, ext_id=sink.paths.extend(0, [scope]),
+                   t=corr * 1000, api_kind=DRV, graph_nodes=nodes)
+        for q, node in zip(p, nodes):
+            q["name"] = 0x1000 if node % 2 == 0 else 0x2000
+        pending += p
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__, graphs=graphs)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 12
+    counts = {}
+    for parent, name, *_ in sink.rows():
+        counts[(parent, name)] = counts.get((parent, name), 0) + 1
+    expected = {(f"{r}/<captured_at>/iter_{i}", n): 1 for r in ("replay0", "replay1") for i in range(3)
+                for n in NAMES.values()}
+    assert counts == expected
+
+
+def test_replayed_kernels_of_a_graph_captured_before_profiling_land_under_the_replay_scope():
+    sink = Sink()
+    kinds, kernel, api, ext = empty()
+    replay = sink.paths.extend(0, ["replay"])
+    pending = launch(kinds, kernel, api, ext, corr=5, ext_id=replay, t=1000, graph_nodes=[77, 78])
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(buf, len(buf))
+    col.process(flush=True)
+    assert [r[:2] for r in sink.rows()] == [("replay", "add_kernel")] * 2
+
+
+def test_kernels_without_timestamps_are_counted_as_dropped():
+    """CUPTI writes 0 timestamps when it lacked device memory for them; Proton drops start >= end."""
+    sink = Sink()
+    kinds, kernel, api, ext = empty()
+    p = launch(kinds, kernel, api, ext, corr=1, t=1000)
+    p += launch(kinds, kernel, api, ext, corr=2, t=2000)
+    p += launch(kinds, kernel, api, ext, corr=3, t=3000)
+    p[1]["start"] = p[1]["end"] = 0
+    p[2]["end"] = p[2]["start"]
+    add_kernels(kinds, kernel, p)
+    buf = synthetic.pack(kinds, kernel, api, ext)
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 1
+    assert sink.dropped == 2 and col.invalid_kernels == 2
+
+
+def test_an_unknown_record_kind_is_sized_by_the_sizer_and_stepped_over():
+    sink = Sink()
+    kinds, kernel, api, ext = empty()
+    pending = launch(kinds, kernel, api, ext, corr=1, t=1000)
+    kinds.append(1)  # a MEMCPY record (96 bytes) the table does not know
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api, ext, sizes={1: 96})
+    col = Collector(sink, NAMES.__getitem__,
+                    record_size=lambda b, valid, off: synthetic.record_size_of(b, off, {1: 96}))
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 1 and sink.dropped == 0
+    assert col.table[1] == 96 // 8
+
+
+def test_without_a_sizer_the_rest_of_the_buffer_after_an_unknown_kind_is_reported_dropped():
+    sink = Sink()
+    kinds, kernel, api, ext = empty()
+    pending = launch(kinds, kernel, api, ext, corr=1, t=1000)
+    kinds.append(1)
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api, ext, sizes={1: 96})
+    col = Collector(sink, NAMES.__getitem__)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 0
+    assert sink.dropped == 1
+
+
+def test_calibration_adopts_the_kernel_stride_cupti_reports():
+    """CUPTI 13.5 writes 248-byte kernel records (Kernel13 = Kernel10 + appended fields)."""
+    sink = Sink()
+    kinds, kernel, api, ext = empty()
+    pending = launch(kinds, kernel, api, ext, corr=1, t=1000)
+    pending += launch(kinds, kernel, api, ext, corr=2, t=2000)
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api, ext, sizes={CONC: 248})
+    col = Collector(sink, NAMES.__getitem__,
+                    record_size=lambda b, valid, off: synthetic.record_size_of(b, off, {CONC: 248}))
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 2
+    assert col.table[CONC] == 248 // 8 and col.calibrated
+
+
+def test_names_are_resolved_once_per_pointer():
+    sink = Sink()
+    calls = []
+
+    def resolve(p):
+        calls.append(p)
+        return NAMES[p]
+
+    n = 1000
+    kinds, k, a, e, _ = synthetic.launch_stream(n, names=np.where(np.arange(n) % 2, 0x1000, 0x2000))
+    bufs = synthetic.split(kinds, k, a, e, 64 << 10)
+    col = Collector(sink, resolve)
+    for b in bufs:
+        col.add_buffer(b, len(b))
+        col.process(flush=False)
+    col.process(flush=True)
+    assert sorted(calls) == [0x1000, 0x2000]
+    assert sum(len(b) for b in sink.batches) == n
+
+
+def test_a_long_launch_stream_split_into_many_buffers_is_attributed_exactly():
+    """The benchmark's shape, smaller: every launch's kernel under its own scope."""
+    sink = Sink()
+    scopes = np.array([0] + [sink.paths.extend(0, [f"s{i}"]) for i in range(9)])
+    n = 20_000
+    ext_ids = scopes[np.arange(n) % 10]
+    kinds, k, a, e, (corr, ext_truth, _) = synthetic.launch_stream(n, ext_ids=ext_ids, lag=300)
+    bufs = synthetic.split(kinds, k, a, e, 256 << 10)
+    assert len(bufs) > 10
+    col = Collector(sink, NAMES.get)
+    for b in bufs:
+        col.add_buffer(b, len(b))
+        col.process(flush=False)
+    col.process(flush=True)
+    got_corr = np.concatenate([b.correlation_id for b in sink.batches])
+    got_parent = np.concatenate([b.parent_path for b in sink.batches])
+    order = np.argsort(got_corr)
+    assert got_corr[order].tolist() == corr.tolist()
+    assert got_parent[order].tolist() == ext_truth.tolist()

@@ -1,0 +1,126 @@
+"""The bulk CUPTI buffer parser on synthetic buffers laid out as cupti_activity.h (13.0) says."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lepton.collect.cupti import layout, parser, synthetic
+
+CONC, EXT, RT, DRV = (layout.KIND_CONCURRENT_KERNEL, layout.KIND_EXTERNAL_CORRELATION,
+                      layout.KIND_RUNTIME, layout.KIND_DRIVER)
+MEMCPY = 1  # a kind the parser's table does not know (CUpti_ActivityMemcpy6: 96 bytes)
+
+
+def reference_walk(buf: np.ndarray, sizes: dict[int, int]) -> list[int]:
+    """What cuptiActivityGetNextRecord does: one record at a time."""
+    out, off = [], 0
+    while off < len(buf):
+        out.append(off)
+        off += sizes[int(buf[off:off + 4].view("<u4")[0])]
+    return out
+
+
+def test_walk_finds_every_record_of_an_interleaved_buffer():
+    kinds, k, a, e, _ = synthetic.launch_stream(500, ext_ids=np.arange(500) % 7, lag=20)
+    buf = synthetic.pack(kinds, k, a, e)
+    offsets, stop = parser.walk(buf, len(buf), layout.size_table())
+    assert stop == len(buf)
+    assert offsets.tolist() == reference_walk(buf, layout.RECORD_SIZE)
+    assert len(offsets) == len(kinds)
+
+
+def test_fields_that_look_like_record_kinds_do_not_fool_the_walk():
+    """External ids, device and stream ids, grid sizes and correlation ids equal to the kinds the
+    table knows (4, 5, 10, 39, 48) are exactly what creates false record starts."""
+    n = 400
+    tricky = np.array([4, 5, 10, 39, 48, 3], dtype=np.int64)
+    kinds, k, a, e, _ = synthetic.launch_stream(n, ext_ids=tricky[np.arange(n) % 6], lag=3,
+                                                device_id=tricky[np.arange(n) % 6],
+                                                stream_id=tricky[(np.arange(n) + 1) % 6], first_corr=1)
+    k["grid_x"] = tricky[(np.arange(n) + 2) % 6]
+    k["block_x"] = tricky[(np.arange(n) + 3) % 6]
+    buf = synthetic.pack(kinds, k, a, e)
+    offsets, stop = parser.walk(buf, len(buf), layout.size_table())
+    assert stop == len(buf)
+    assert offsets.tolist() == reference_walk(buf, layout.RECORD_SIZE)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_walk_matches_one_record_at_a_time_on_random_buffers(seed):
+    """Random kind sequences whose every field is a small number (so nearly every slot is a
+    candidate record start), checked against the sequential walk."""
+    rng = np.random.default_rng(seed)
+    kinds = rng.choice([CONC, EXT, RT, DRV], size=3000, p=[0.3, 0.3, 0.2, 0.2])
+    buf = synthetic.pack(kinds)
+    body = buf.view("<u4")
+    is_kind = np.zeros(len(body), bool)
+    sizes = np.array([layout.RECORD_SIZE[int(x)] for x in kinds])
+    is_kind[np.concatenate(([0], np.cumsum(sizes)[:-1])) // 4] = True
+    noise = rng.choice([0, 1, 3, 4, 5, 10, 39, 48], size=len(body))
+    body[~is_kind] = noise[~is_kind]
+    offsets, stop = parser.walk(buf, len(buf), layout.size_table())
+    assert stop == len(buf)
+    assert offsets.tolist() == reference_walk(buf, layout.RECORD_SIZE)
+
+
+def test_walk_stops_at_an_unknown_kind_and_resumes_once_its_size_is_known():
+    kinds = [EXT, RT, CONC, MEMCPY, RT, CONC, EXT]
+    buf = synthetic.pack(kinds, sizes={MEMCPY: 96})
+    table = layout.size_table()
+    offsets, stop = parser.walk(buf, len(buf), table)
+    assert offsets.tolist() == [0, 24, 64]
+    assert stop == 280  # the memcpy record
+    table[MEMCPY] = 96 // 8
+    rest, stop2 = parser.walk(buf, len(buf), table, start=stop)
+    assert rest.tolist() == [280, 376, 416, 632]
+    assert stop2 == len(buf)
+
+
+def test_a_buffer_starting_with_an_unknown_kind_yields_nothing():
+    buf = synthetic.pack([MEMCPY, CONC], sizes={MEMCPY: 96})
+    offsets, stop = parser.walk(buf, len(buf), layout.size_table())
+    assert len(offsets) == 0 and stop == 0
+
+
+def test_a_record_running_past_the_valid_size_ends_the_walk_there():
+    buf = synthetic.pack([RT, CONC, RT])
+    offsets, stop = parser.walk(buf, 40 + 216 + 16, layout.size_table())
+    assert offsets.tolist() == [0, 40] and stop == 256
+
+
+def test_extract_reads_the_fields_written_at_the_header_offsets():
+    kinds = [EXT, RT, CONC, EXT, DRV, CONC]
+    buf = synthetic.pack(
+        kinds,
+        kernel=dict(start=[1_000, 5_000], end=[2_500, 9_000], device_id=[0, 3], stream_id=[7, 13],
+                    correlation_id=[11, 12], name=[0x7F00_0000_1000, 0x7F00_0000_2000],
+                    graph_node_id=[0, (2 << 32) | 5]),
+        api=dict(start=[900, 4_900], correlation_id=[11, 12]),
+        ext=dict(external_kind=[layout.EXT_KIND_CUSTOM2, 3], external_id=[42, 2**40 + 1],
+                 correlation_id=[11, 12]))
+    offsets, _ = parser.walk(buf, len(buf), layout.size_table())
+    r = parser.extract(buf, offsets)
+    assert r.k_start.tolist() == [1_000, 5_000] and r.k_end.tolist() == [2_500, 9_000]
+    assert r.k_device.tolist() == [0, 3] and r.k_stream.tolist() == [7, 13]
+    assert r.k_corr.tolist() == [11, 12]
+    assert r.k_name_ptr.tolist() == [0x7F00_0000_1000, 0x7F00_0000_2000]
+    assert r.k_graph_node.tolist() == [0, (2 << 32) | 5]
+    assert r.a_corr.tolist() == [11, 12] and r.a_start.tolist() == [900, 4_900]
+    assert r.e_corr.tolist() == [11, 12] and r.e_kind.tolist() == [layout.EXT_KIND_CUSTOM2, 3]
+    assert r.e_id.tolist() == [42, 2**40 + 1]
+    # parse() is walk + extract on the same buffer
+    r2, stop = parser.parse(buf, len(buf), layout.size_table())
+    assert stop == len(buf) and r2.k_corr.tolist() == [11, 12] and r2.e_id.tolist() == [42, 2**40 + 1]
+
+
+def test_parse_from_a_nonzero_start_reads_the_right_records():
+    buf = synthetic.pack([RT, CONC, EXT], kernel=dict(correlation_id=[77], start=[5], end=[6]),
+                         api=dict(correlation_id=[76]), ext=dict(correlation_id=[78], external_id=[9]))
+    r, stop = parser.parse(buf, len(buf), layout.size_table(), start=40)
+    assert stop == len(buf)
+    assert r.k_corr.tolist() == [77] and r.a_corr.tolist() == [] and r.e_id.tolist() == [9]
+
+
+def test_size_table_rejects_sizes_that_are_not_whole_slots():
+    with pytest.raises(ValueError, match="bad record size"):
+        layout.size_table({CONC: 212})
