@@ -47,8 +47,12 @@ def build(nodes: int) -> list:
             for name in KERNELS:
                 kernels.append(_kernel(name, counter))
                 counter += 1
+            kernels.sort(key=lambda node: node["frame"]["name"])
             layers.append({"children": kernels, "frame": {"name": f"layer_{layer}", "type": "function"}, "metrics": {}})
+        layers.sort(key=lambda node: node["frame"]["name"])
         root_children.append({"children": layers, "frame": {"name": f"step_{s}", "type": "function"}, "metrics": {}})
+    # Proton's writer lists children sorted by name, and so does ours.
+    root_children.sort(key=lambda node: node["frame"]["name"])
     root = {"children": root_children, "frame": {"name": "ROOT", "type": "function"},
             "metrics": {"count": 0, "time (ns)": 0}}
     devices = {"CUDA": {"0": {"arch": "90", "bus_width": 5120, "clock_rate": 1980000,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import sys
+from contextlib import contextmanager
 from numbers import Integral, Real
 from typing import Any, Callable
 
@@ -21,6 +22,22 @@ class MsgpackError(ValueError):
 
 class TruncatedError(MsgpackError):
     """The bytes end in the middle of an object."""
+
+
+# A hatchet tree nests 2 MessagePack levels per tree level (map, children array) and each level
+# costs 2 Python frames, so the default limit of 1000 frames stops at ~250 tree levels. Since 3.11
+# Python-to-Python calls use no C stack, so there a higher limit is safe; 3.10 keeps its own.
+_DEEP_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 0
+
+
+@contextmanager
+def _deep_recursion():
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old_limit)
 
 
 # ---------------------------------------------------------------- packing
@@ -108,7 +125,8 @@ def _pack(obj: Any, out: list[bytes]) -> None:
 def packb(obj: Any) -> bytes:
     """Serialises `obj` (None, bool, int, float, str, bytes, list/tuple, dict) to MessagePack bytes."""
     out: list[bytes] = []
-    _pack(obj, out)
+    with _deep_recursion():
+        _pack(obj, out)
     return b"".join(out)
 
 
@@ -129,10 +147,6 @@ _SIZED = {
 }
 _EXT_TAGS = frozenset({0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8})
 
-# A hatchet tree nests 2 MessagePack levels per tree level (map, children array) and each level
-# costs 2 Python frames, so the default limit of 1000 frames stops at ~250 tree levels. Since 3.11
-# Python-to-Python calls use no C stack, so there a higher limit is safe; 3.10 keeps its own.
-_DEEP_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 0
 
 
 class _Reader:
@@ -214,14 +228,11 @@ def unpackb(data: bytes | bytearray | memoryview) -> Any:
     Raises TruncatedError when the data ends inside an object and MsgpackError for anything else
     that is wrong (an invalid tag, an ext type, bytes left over after the object)."""
     reader = _Reader(bytes(data))
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION_LIMIT))
     try:
-        obj = reader.read()
+        with _deep_recursion():
+            obj = reader.read()
     except RecursionError as err:
         raise MsgpackError("MessagePack data is nested too deeply") from err
-    finally:
-        sys.setrecursionlimit(old_limit)
     if reader.pos != len(reader.data):
         raise MsgpackError(f"{len(reader.data) - reader.pos} bytes of extra data after the MessagePack object")
     return obj

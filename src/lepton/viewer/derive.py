@@ -183,16 +183,28 @@ def _percent(ctx: _Context, request: str) -> Column:
 
 
 def _util(ctx: _Context) -> np.ndarray:
-    """Fraction of the roofline bound reached: max(flops/peak_flops, bytes/peak_bw) / time.
+    """Fraction of the roofline bound reached: max(flop time at peak, byte time at peak) / time.
 
-    Per kernel node: the flops and bytes are the node's own (Proton reads the raw columns), the
-    time is the inclusive one; nodes that are not kernels (no device_id) get NaN."""
-    tree = ctx.tree
-    seconds = ctx.seconds("time")
+    The flops and bytes are the node's own (Proton reads the raw columns), the time is inclusive;
+    nodes that are not kernels (no device_id) get NaN."""
+    flop_seconds, byte_seconds, warnings = seconds_at_peak(ctx.tree)
+    ctx.warnings.extend(warnings)
+    # pandas `combine(..., max)` with Python's max: a NaN byte time leaves the flop time.
+    bound = np.where(byte_seconds > flop_seconds, byte_seconds, flop_seconds)
+    util = bound / ctx.seconds("time")
+    util[_text_column(ctx.tree, "device_id") == ""] = np.nan
+    return util
+
+
+def seconds_at_peak(tree: Tree) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per node: the time its own flops need at the device's peak (summed over flops8..flops64),
+    the time its own bytes need at peak bandwidth, and warnings for devices with no peak numbers
+    (their nodes get NaN). Proton's `get_min_time_flops` / `get_min_time_bytes`."""
     device_ids = _text_column(tree, "device_id")
     device_types = _text_column(tree, "device_type")
     flop_seconds = np.zeros(len(tree))
     byte_seconds = np.zeros(len(tree))
+    warnings = []
     for device in specs.devices_of(tree.devices):
         # Proton matches rows on device_id alone; we also match the type, so a CUDA "0" and a HIP
         # "0" in one profile do not add up. Same numbers for every single-vendor profile.
@@ -205,15 +217,12 @@ def _util(ctx: _Context) -> np.ndarray:
                 if flops is not None:
                     flop_seconds[rows] += np.nan_to_num(flops[rows], nan=0.0) / specs.max_flops(device, width)
             byte_values = tree.numbers.get("bytes")
-            byte_seconds[rows] += (byte_values[rows] if byte_values is not None else np.nan) / specs.max_bytes_per_s(device)
+            bytes_at_rows = byte_values[rows] if byte_values is not None else np.nan
+            byte_seconds[rows] += bytes_at_rows / specs.max_bytes_per_s(device)
         except specs.UnknownDevice as err:
-            ctx.warnings.append(f"util is nan on {device.device_type} device {device.device_id}: {err}")
+            warnings.append(f"util is nan on {device.device_type} device {device.device_id}: {err}")
             flop_seconds[rows] = np.nan
-    # pandas `combine(..., max)` with Python's max: a NaN byte time leaves the flop time.
-    bound = np.where(byte_seconds > flop_seconds, byte_seconds, flop_seconds)
-    util = bound / seconds
-    util[device_ids == ""] = np.nan
-    return util
+    return flop_seconds, byte_seconds, warnings
 
 
 def _text_column(tree: Tree, key: str) -> np.ndarray:

@@ -115,6 +115,7 @@ def squash(tree: Tree, keep: np.ndarray) -> tuple[Tree, np.ndarray, np.ndarray]:
         root_keys=tree.root_keys,
         key_order=tree.key_order,
         devices=tree.devices,
+        in_preorder=tree.in_preorder and len(firsts) == len(kept),  # a subsequence of a preorder is one
     )
     return new_tree, groups, firsts
 

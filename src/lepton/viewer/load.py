@@ -102,13 +102,13 @@ def from_document(document, source: str = "<document>") -> Tree:
     sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION_LIMIT))
     try:
         walk = _walk(roots)
+        return _columns(walk, devices, source)
     except RecursionError as err:
         raise ProfileError(f"'{source}' nests its tree too deeply to read") from err
     except (KeyError, TypeError, AttributeError) as err:
         raise ProfileError(f"'{source}' is not a hatchet profile: a tree node is malformed ({err!r})") from err
     finally:
         sys.setrecursionlimit(old_limit)
-    return _columns(walk, devices, source)
 
 
 def _split_document(document, source: str) -> tuple[list[dict], dict]:
@@ -195,9 +195,7 @@ def _columns(walk: _Walk, devices: dict, source: str) -> Tree:
     everything = len(kept) == len(walk.frames)
     pick = (lambda values: values) if everything else (lambda values: [values[i] for i in kept])
     frames, metrics = pick(walk.frames), pick(walk.metrics)
-    if not set(map(type, frames)) | set(map(type, metrics)) <= {dict}:
-        raise ProfileError(f"'{source}' is not a hatchet profile: a node's 'frame' or 'metrics' is not an object")
-    names = list(map(dict.get, frames, repeat("name")))
+    names = list(map(dict.get, frames, repeat("name")))  # TypeError if a frame is not an object
     if None in names:
         raise ProfileError(f"'{source}' is not a hatchet profile: a frame has no name")
     old_parents = np.array(walk.parents, dtype=np.int64)[kept]
@@ -215,6 +213,7 @@ def _columns(walk: _Walk, devices: dict, source: str) -> Tree:
         root_keys=list(next((m for m, p in zip(metrics, old_parents.tolist()) if p == NO_PARENT), {})),
         key_order=key_order,
         devices=devices,
+        in_preorder=True,  # the file's order, minus whole dropped subtrees
     )
 
 
@@ -228,16 +227,15 @@ def _group_by_metric_names(metrics: list[dict]) -> tuple[list[str], dict[tuple, 
     Nodes of one kind carry the same names (kernels: time, count, device...), so each group is
     transposed once instead of appending metric by metric."""
     key_tuples = list(map(tuple, metrics))
-    ids_of: dict[tuple, int] = {}
-    ids = np.array([ids_of.setdefault(keys, len(ids_of)) for keys in key_tuples], dtype=np.int64)
+    ids_of: dict[tuple, int] = dict.fromkeys(key_tuples)  # in order of first use
+    for i, keys in enumerate(ids_of):
+        ids_of[keys] = i
+    ids = np.array(list(map(ids_of.__getitem__, key_tuples)), dtype=np.int64)
     order = np.argsort(ids, kind="stable")
     bounds = np.searchsorted(ids[order], np.arange(len(ids_of) + 1))
     groups = {keys: order[bounds[i]:bounds[i + 1]] for keys, i in ids_of.items() if keys}
     key_order = list(dict.fromkeys(key for keys in ids_of for key in keys))
     return key_order, groups
-
-
-_NUMBER_TYPES = frozenset({int, float, bool})
 
 
 def _typed_columns(metrics: list[dict], groups: dict[tuple, np.ndarray], key_order: list[str]):
@@ -251,25 +249,39 @@ def _typed_columns(metrics: list[dict], groups: dict[tuple, np.ndarray], key_ord
     numbers: dict[str, np.ndarray] = {}
     texts: dict[str, np.ndarray] = {}
     for key, pieces in parts.items():
-        value_types = set()
-        for _, column in pieces:
-            value_types.update(map(type, column))
-        if value_types <= _NUMBER_TYPES or all(issubclass(t, Real) for t in value_types):
-            numbers[key] = array = np.full(n, np.nan)
-            for rows, column in pieces:
-                array[rows] = np.array(column, dtype=np.float64)
+        array = _numeric_column(pieces, n)
+        if array is not None:
+            numbers[key] = array
         else:  # device ids and types are strings; vector metrics are lists
             texts[key] = text = np.full(n, None, dtype=object)
-            nested = bool(value_types & {list, tuple})
             for rows, column in pieces:
-                text[rows] = _object_array(column, nested)
+                text[rows] = _object_array(column)
     return numbers, texts
 
 
-def _object_array(values: tuple, nested: bool) -> np.ndarray:
+def _numeric_column(pieces: list[tuple[np.ndarray, tuple]], n: int) -> np.ndarray | None:
+    """The metric as a float column (NaN where absent), or None if a value is not a number."""
+    array = np.full(n, np.nan)
+    for rows, column in pieces:
+        # Checking every value's type costs more than converting; numpy would also accept
+        # numeric strings ("0"), so the first value of each piece is checked, and the rest must
+        # convert to a flat array of floats.
+        if not isinstance(column[0], Real):
+            return None
+        try:
+            values = np.array(column, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        if values.ndim != 1:
+            return None
+        array[rows] = values
+    return array
+
+
+def _object_array(values: tuple) -> np.ndarray:
     """A 1-d object array of `values`, even when they are lists (which numpy would make 2-d)."""
     array = np.empty(len(values), dtype=object)
-    if nested:
+    if set(map(type, values)) & {list, tuple}:
         for i, value in enumerate(values):
             array[i] = value
     else:

@@ -12,9 +12,8 @@ import csv
 import io
 import json
 import math
-import re
+import operator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -34,7 +33,6 @@ FAINT, RESET = "\033[2m", "\033[0m"
 MARKERS = {ONLY_LEFT: ("◀ ", "\033[38;5;160m"), ONLY_RIGHT: ("▶ ", "\033[38;5;28m")}
 SORTED_NAME_CHARS = 100  # proton-viewer cuts names to 100 characters (+ "...") in --print-sorted
 MIN_NAME_WIDTH = 20  # never shorten a name below this, however deep the node
-_ANSI = re.compile("\033\\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -55,60 +53,95 @@ def display_names(tree: Tree, options: RenderOptions) -> list[str]:
     return list(map(shown.__getitem__, tree.names))
 
 
-def sorted_children(tree: Tree) -> list[list[int]]:
-    """Each node's children in hatchet's order: by frame name, then frame type (sorts the tree's
-    cached child lists in place; no other order is ever needed)."""
-    names, types = tree.names, tree.frame_types
-    result = tree.children
-    for children in result:
-        if len(children) > 1:
-            children.sort(key=lambda i: (names[i], types[i]))
+def preorder(tree: Tree, max_depth: int) -> list[tuple[int, str]]:
+    """(node, the tree-drawing prefix of its line), in display order, without the nodes at depth
+    `max_depth` and below."""
+    order, is_last = _display_order(tree)
+    parent, depth = tree.parent.tolist(), tree.depth.tolist()
+    child_indent = [""] * len(tree)
+    result = []
+    for node in order:
+        if depth[node] >= max_depth:
+            continue
+        up = parent[node]
+        if up < 0:
+            result.append((node, ""))
+            continue
+        base = child_indent[up]
+        if is_last[node]:
+            result.append((node, base + LAST))
+            child_indent[node] = base + SPACE
+        else:
+            result.append((node, base + BRANCH))
+            child_indent[node] = base + PIPE
     return result
 
 
-def preorder(tree: Tree, max_depth: int) -> Iterator[tuple[int, str]]:
-    """(node, the tree-drawing prefix of its line), in display order, nodes deeper than
-    `max_depth` left out."""
-    names, types = tree.names, tree.frame_types
-    depth = tree.depth.tolist()
-    children_of = sorted_children(tree)
-    roots = sorted(tree.roots, key=lambda i: (names[i], types[i]))
-    stack = [(root, "", "") for root in reversed(roots)]
-    pop, push = stack.pop, stack.append
+def _display_order(tree: Tree) -> tuple[list[int], list[bool]]:
+    """Depth-first order with siblings sorted by frame (hatchet's), and which nodes are the last of
+    their siblings. Files list children already sorted (Proton's writer and ours do); then the
+    rows are the display order and no traversal is needed."""
+    n = len(tree)
+    keys = _frame_keys(tree)
+    parent = tree.parent
+    if tree.in_preorder and _siblings_in_order(parent, keys):
+        rows = np.arange(n)
+        last_child = np.full(n, -1, dtype=np.int64)
+        has_parent = parent >= 0
+        np.maximum.at(last_child, parent[has_parent], rows[has_parent])
+        is_last = ~has_parent | (last_child[np.maximum(parent, 0)] == rows)
+        return rows.tolist(), is_last.tolist()
+    children = tree.children  # sorted in place: no other order is ever needed
+    is_last_list = [True] * n
+    for siblings in children:
+        if len(siblings) > 1:
+            siblings.sort(key=keys.__getitem__)
+            for child in siblings[:-1]:
+                is_last_list[child] = False
+    order: list[int] = []
+    stack = sorted(tree.roots, key=keys.__getitem__, reverse=True)
     while stack:
-        node, indent, child_indent = pop()
-        if depth[node] >= max_depth:
-            continue
-        yield node, indent
-        children = children_of[node]
-        if children:
-            push((children[-1], child_indent + LAST, child_indent + SPACE))
-            branch, pipe = child_indent + BRANCH, child_indent + PIPE
-            for child in reversed(children[:-1]):
-                push((child, branch, pipe))
+        node = stack.pop()
+        order.append(node)
+        stack.extend(reversed(children[node]))
+    return order, is_last_list
+
+
+def _frame_keys(tree: Tree) -> list:
+    """What sorts like hatchet's frame order, (name, type): just the name when all types agree."""
+    if len(set(tree.frame_types)) <= 1:
+        return tree.names
+    return list(zip(tree.names, tree.frame_types))
+
+
+def _siblings_in_order(parent: np.ndarray, keys: list) -> bool:
+    by_parent = np.argsort(parent, kind="stable")  # siblings together, in row order
+    same_parent = parent[by_parent][1:] == parent[by_parent][:-1]
+    before = by_parent[:-1][same_parent].tolist()
+    after = by_parent[1:][same_parent].tolist()
+    return all(map(operator.le, map(keys.__getitem__, before), map(keys.__getitem__, after)))
 
 
 def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
     names = display_names(tree, options)
     numbers = [[f"{v:.3f}" for v in column.values.tolist()] for column in columns]
+    plain = [" ".join(parts) for parts in zip(*numbers)] if numbers else [""] * len(tree)
+    shown = plain
     if options.color and columns:
         painter = _Painter(columns[0].values)
         first = [painter.paint(v, text) for v, text in zip(columns[0].values.tolist(), numbers[0])]
-        numbers = [first] + [[FAINT + text + RESET for text in column] for column in numbers[1:]]
-    values = [" ".join(parts) for parts in zip(*numbers)] if numbers else [""] * len(tree)
+        shown = [" ".join(parts) for parts in zip(first, *([FAINT + t + RESET for t in c] for c in numbers[1:]))]
+    width = options.width
     lines = []
+    add = lines.append
     for node, indent in preorder(tree, options.depth):
         name = names[node]
-        if options.width is not None:
-            visible = len(indent) + len(_strip_colors(values[node])) + 1
-            name = shorten(name, max(options.width - visible, MIN_NAME_WIDTH))
-        marker = _marker(side, node, options.color) if side is not None else ""
-        lines.append(f"{indent}{values[node]} {name}{marker}\n")
+        if width is not None:
+            name = shorten(name, max(width - len(indent) - len(plain[node]) - 1, MIN_NAME_WIDTH))
+        if side is not None:
+            name += _marker(side, node, options.color)
+        add(f"{indent}{shown[node]} {name}\n")
     return "".join(lines) + "\n"
-
-
-def _strip_colors(text: str) -> str:
-    return _ANSI.sub("", text) if "\033" in text else text
 
 
 def _marker(side: np.ndarray | None, node: int, color: bool) -> str:

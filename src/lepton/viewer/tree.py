@@ -35,6 +35,9 @@ class Tree:
     root_keys: list[str] = field(default_factory=list)
     key_order: list[str] = field(default_factory=list)  # every metric name, in order of first use
     devices: dict = field(default_factory=dict)  # {"CUDA": {"0": {"arch": "90", ...}}}
+    # True when rows are a depth-first preorder (each subtree contiguous), as read from a file;
+    # lets the renderer skip the traversal when siblings are also in display order.
+    in_preorder: bool = False
 
     def __len__(self) -> int:
         return len(self.names)

@@ -56,9 +56,11 @@ class _Shared:
 
 
 def _buffer_requested(buffer_pp: int, size_p: int, max_records_p: int) -> None:
-    """CUPTI wants an empty buffer. Called from CUPTI's thread or from a launching thread."""
+    """CUPTI wants an empty, zeroed buffer (ATTR_ZEROED_OUT_ACTIVITY_BUFFER). Called from CUPTI's
+    thread or from a launching thread, so it only hands out a buffer zeroed beforehand (`_recycle`)
+    or fresh from np.zeros (zero pages from the OS: no zeroing pass here)."""
     with _Shared.lock:
-        buf = _Shared.pool.pop() if _Shared.pool else np.empty(BUFFER_BYTES, np.uint8)
+        buf = _Shared.pool.pop() if _Shared.pool else np.zeros(BUFFER_BYTES, np.uint8)
         address = buf.ctypes.data  # numpy's allocations are ≥16-byte aligned; CUPTI needs 8
         _Shared.buffers[address] = buf
     ctypes.c_void_p.from_address(buffer_pp).value = address
@@ -72,15 +74,20 @@ def _buffer_completed(context: int, stream_id: int, address: int, size: int, val
         buf = _Shared.buffers.pop(address, None)
     backend = _Shared.backend
     if backend is None:
-        _recycle([buf] if buf is not None else [])
+        _recycle([(buf, valid)] if buf is not None else [])
         return
     backend._buffer_completed(buf, valid)
 
 
-def _recycle(buffers: list[np.ndarray]) -> None:
+def _recycle(buffers: list[tuple[np.ndarray, int]]) -> None:
+    """Zeroes the used part of parsed buffers and keeps a few for reuse. Called from CUPTI's buffer
+    thread or the flushing thread, off the launch path."""
     with _Shared.lock:
-        room = _POOL_MAX - len(_Shared.pool)
-        _Shared.pool.extend(buffers[:max(room, 0)])
+        keep = buffers[:max(_POOL_MAX - len(_Shared.pool), 0)]
+    for buf, used in keep:
+        buf[:used] = 0
+    with _Shared.lock:
+        _Shared.pool.extend(buf for buf, _ in keep)
 
 
 def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> None:
@@ -149,6 +156,7 @@ class CuptiBackend(Backend):
                                        record_size=self._record_size,
                                        clock_offset_ns=self._clock_offset_ns())
             _Shared.backend = self
+            cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
             # Registered at every start: torch.profiler registers its own and leaves them.
             cupti.register_buffer_callbacks(_C_REQUESTED, _C_COMPLETED)
             cupti.dropped_records()  # zero CUPTI's count, which a previous client may have left
@@ -208,6 +216,8 @@ class CuptiBackend(Backend):
                 cupti.disable(kind)
             self._restore_api_records()
             cupti.flush_all(forced=True)  # records written between the last flush and the disable
+            # The next client (torch.profiler) hands CUPTI unzeroed buffers: let CUPTI zero them.
+            cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 0)
             self._report_dropped()
             if self.collector is not None:
                 self.collector.process(flush=True)
@@ -245,7 +255,7 @@ class CuptiBackend(Backend):
         self._report_dropped()
         collector = self.collector
         if buf is None or collector is None or valid == 0:
-            _recycle([buf] if buf is not None else [])
+            _recycle([(buf, valid)] if buf is not None else [])
             return
         collector.add_buffer(buf, valid)
         if collector.pending_bytes >= PROCESS_AT_BYTES:

@@ -62,6 +62,7 @@ class Cupti:
             "cuptiActivityGetNextRecord": (c_int, [c_void_p, c_size_t, POINTER(c_void_p)]),
             "cuptiGetTimestamp": (c_int, [POINTER(c_uint64)]),
             "cuptiGetGraphNodeId": (c_int, [c_void_p, POINTER(c_uint64)]),
+            "cuptiActivitySetAttribute": (c_int, [c_int, POINTER(c_size_t), c_void_p]),
         }
         for name, (restype, argtypes) in proto.items():
             fn = getattr(lib, name)
@@ -128,6 +129,11 @@ class Cupti:
 
     def enable_runtime_api(self, cbid: int, enable: bool) -> int:
         return self.lib.cuptiActivityEnableRuntimeApi(cbid, int(enable))
+
+    def set_attribute_u8(self, attr: int, value: int) -> None:
+        size, v = c_size_t(1), c_uint8(value)
+        self.check(self.lib.cuptiActivitySetAttribute(attr, ctypes.byref(size), ctypes.byref(v)),
+                   f"cuptiActivitySetAttribute({attr})")
 
     def flush_all(self, forced: bool) -> None:
         """Delivers buffers through the completion callback, on CUPTI's thread; the GIL is

@@ -51,7 +51,7 @@ class Collector:
         self.calibrated = record_size is None  # True once the kernel stride was checked with CUPTI
         self.pending: list[tuple[np.ndarray, int]] = []
         self.pending_bytes = 0
-        self._done: list[np.ndarray] = []  # parsed buffers, for the backend to reuse
+        self._done: list[tuple[np.ndarray, int]] = []  # parsed (buffer, used bytes), for reuse
         self.kernels_delivered = 0
         self.invalid_kernels = 0
         self._held: parser.Records | None = None
@@ -70,8 +70,8 @@ class Collector:
             self.pending.append((buf, valid_bytes))
             self.pending_bytes += valid_bytes
 
-    def take_parsed_buffers(self) -> list[np.ndarray]:
-        """Buffers already parsed, for reuse (see `process`)."""
+    def take_parsed_buffers(self) -> list[tuple[np.ndarray, int]]:
+        """`(buffer, bytes used)` of the buffers already parsed, for reuse."""
         with self.lock:
             done, self._done = self._done, []
             return done
@@ -88,7 +88,7 @@ class Collector:
         with self.lock:
             pending, self.pending, self.pending_bytes = self.pending, [], 0
             parts = [self._parse(buf, valid) for buf, valid in pending]
-            self._done += [buf for buf, _ in pending]
+            self._done += pending
             if self._held is not None:
                 parts.append(self._held)
                 self._held = None

@@ -119,6 +119,9 @@ ERROR_QUEUE_EMPTY = 18
 ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39
 
 ACTIVITY_FLAG_FLUSH_FORCED = 1
+# CUpti_ActivityAttribute: with 1, CUPTI trusts the client to hand out zeroed buffers instead of
+# zeroing each one itself "in the main thread", which the header says stalls the launch path.
+ATTR_ZEROED_OUT_ACTIVITY_BUFFER = 5
 
 # -- the launch APIs whose records carry external correlation (cupti-notes §3.3) -----------------
 # CUPTI emits EXTERNAL_CORRELATION records only in front of API records, so these APIs need their

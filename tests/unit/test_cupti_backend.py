@@ -1,0 +1,330 @@
+"""`CuptiBackend` with a scripted libcupti (kineto's MockCuptiActivityBuffer idea): the real
+buffer callbacks, parser and collector, driven through `lepton.start/scope/finalize`."""
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import lepton as proton
+from lepton.collect import backend as backend_registry
+from lepton.collect.cupti import backend as cupti_backend
+from lepton.collect.cupti import layout, synthetic
+from lepton.collect.cupti.bindings import CuptiBusyError
+from lepton.model.records import DeviceInfo
+
+NAMES = {0x7F00_0000_1000: b"add_kernel\0", 0x7F00_0000_2000: b"_ZN2at6native18elementwise_kernel\0"}
+H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=2_619_000,
+                  bus_width_bits=5120)
+
+
+class FakeCupti:
+    """What the backend calls of libcupti, scripted: a per-thread external-id stack, and records
+    written as CUPTI writes them, delivered through the backend's real buffer callbacks."""
+
+    path, version = "fake", 130001
+
+    def __init__(self, busy: bool = False) -> None:
+        self.busy = busy
+        self.subscribed = False
+        self.enabled: set[int] = set()
+        self.api_switches: dict[tuple[str, int], bool] = {}
+        self.zeroed_attr = 0
+        self.dropped = 0
+        self._tls = threading.local()
+        self._corr = 0
+        self._records: list[tuple[int, dict]] = []
+        self._lock = threading.Lock()
+        self._names = {p: ctypes.create_string_buffer(s) for p, s in NAMES.items()}
+
+    # -- the Cupti surface ----------------------------------------------------------------------
+    def subscribe(self, callback, name=b"lepton"):
+        if self.busy:
+            raise CuptiBusyError("CUPTI is already in use by another profiler (CUPTI for nsys)", 39)
+        self.subscribed = True
+        return 1
+
+    def unsubscribe(self, handle):
+        self.subscribed = False
+
+    def enable_callback(self, enable, handle, domain, cbid):
+        pass
+
+    def set_attribute_u8(self, attr, value):
+        self.zeroed_attr = value
+
+    def register_buffer_callbacks(self, requested, completed):
+        self.registered = (requested, completed)
+
+    def enable(self, kind):
+        self.enabled.add(kind)
+
+    def disable(self, kind):
+        self.enabled.discard(kind)
+        return 0
+
+    def enable_driver_api(self, cbid, enable):
+        self.api_switches[("driver", cbid)] = enable
+        return 0
+
+    def enable_runtime_api(self, cbid, enable):
+        self.api_switches[("runtime", cbid)] = enable
+        return 0
+
+    def check(self, status, what):
+        assert status == 0, what
+
+    def dropped_records(self):
+        n, self.dropped = self.dropped, 0
+        return n
+
+    def timestamp(self):
+        return time.time_ns() - 1_000_000  # the CUPTI clock runs 1 ms behind the wall clock here
+
+    def graph_node_id(self, node):
+        return node + 1000
+
+    def record_size_at(self, address, valid, offset):
+        kind = ctypes.c_uint32.from_address(address + offset).value
+        return layout.RECORD_SIZE.get(kind, 0)
+
+    def external_id_push_pop(self, kind, release_gil=True):
+        assert kind == layout.EXT_KIND_CUSTOM2
+
+        def stack():
+            s = getattr(self._tls, "stack", None)
+            if s is None:
+                s = self._tls.stack = []
+            return s
+
+        return (lambda pid: stack().append(pid)), (lambda: stack().pop() if stack() else None)
+
+    def flush_all(self, forced):
+        """Hands every record written so far to the backend in one buffer, through the module's
+        real request/complete callbacks, as CUPTI's thread would."""
+        with self._lock:
+            records, self._records = self._records, []
+        if not records:
+            return
+        kinds = [k for k, _ in records]
+        cols: dict[int, dict[str, list]] = {}
+        for k, fields in records:
+            group = "k" if k in layout.KERNEL_KINDS else "a" if k in layout.API_KINDS else "e"
+            for f, v in fields.items():
+                cols.setdefault(group, {}).setdefault(f, []).append(v)
+        data = synthetic.pack(kinds, cols.get("k"), cols.get("a"), cols.get("e"))
+        buf_p, size, max_records = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+        cupti_backend._buffer_requested(ctypes.addressof(buf_p), ctypes.addressof(size),
+                                        ctypes.addressof(max_records))
+        assert size.value >= len(data) and buf_p.value % 8 == 0
+        ctypes.memmove(buf_p.value, data.ctypes.data, len(data))
+        cupti_backend._buffer_completed(0, 0, buf_p.value, size.value, len(data))
+
+    # -- the scripted program -----------------------------------------------------------------------
+    def launch(self, name_ptr: int, *, graph_nodes=(0,), duration_ns: int = 2000, stream: int = 7):
+        """A launch on the calling thread: an external-correlation record when a path id is pushed,
+        an API record, and (later) one kernel record per graph node. Returns the correlation id."""
+        stack = getattr(self._tls, "stack", [])
+        now = self.timestamp()
+        with self._lock:
+            self._corr += 1
+            corr = self._corr
+            if layout.KIND_CONCURRENT_KERNEL not in self.enabled:
+                return corr
+            if stack:
+                self._records.append((layout.KIND_EXTERNAL_CORRELATION, dict(
+                    external_kind=layout.EXT_KIND_CUSTOM2, external_id=stack[-1], correlation_id=corr)))
+            self._records.append((layout.KIND_RUNTIME, dict(start=now, end=now + 500, correlation_id=corr,
+                                                            cbid=211)))
+            for node in graph_nodes:
+                self._records.append((layout.KIND_CONCURRENT_KERNEL, dict(
+                    start=now + 10_000, end=now + 10_000 + duration_ns, correlation_id=corr,
+                    name=ctypes.addressof(self._names[name_ptr]), graph_node_id=node, stream_id=stream,
+                    device_id=0)))
+        return corr
+
+
+class FakeDriver:
+    def __init__(self, initialized: bool) -> None:
+        self._initialized = initialized
+        self.synchronized = 0
+
+    def initialized(self):
+        return self._initialized
+
+    def synchronize_all(self):
+        self.synchronized += 1
+
+    def device_info(self, ordinal):
+        return H100
+
+
+@pytest.fixture
+def fake_cupti(monkeypatch):
+    """Registers backend "cupti" as a CuptiBackend over FakeCupti/FakeDriver; returns the fakes."""
+    made = {}
+
+    def factory(mode, busy=False, initialized=True):
+        made["cupti"] = FakeCupti(busy=made.get("busy", False))
+        made["driver"] = FakeDriver(initialized=made.get("initialized", True))
+        made["backend"] = cupti_backend.CuptiBackend(mode, cupti=made["cupti"], driver=made["driver"])
+        return made["backend"]
+
+    monkeypatch.setitem(backend_registry._REGISTRY, "cupti", factory)
+    monkeypatch.setattr(cupti_backend, "GRAPH_NODES", cupti_backend.GraphNodePaths())
+    return made
+
+
+def hatchet(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def child(node, name):
+    return next(c for c in node["children"] if c["frame"]["name"] == name)
+
+
+def test_kernels_land_under_the_scopes_active_at_their_launch(fake_cupti):
+    proton.start("prof", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    with proton.scope("a"):
+        cupti.launch(0x7F00_0000_1000)
+        with proton.scope("b"):
+            cupti.launch(0x7F00_0000_2000)
+            cupti.launch(0x7F00_0000_2000)
+    cupti.launch(0x7F00_0000_1000)
+    proton.finalize()
+    root, devices = hatchet("prof.hatchet")
+    a = child(root, "a")
+    assert child(a, "add_kernel")["metrics"]["count"] == 1
+    assert child(child(a, "b"), "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 2
+    assert child(root, "add_kernel")["metrics"]["count"] == 1
+    assert child(a, "add_kernel")["metrics"]["time (ns)"] == 2000
+    assert devices == {"CUDA": {"0": {"arch": "90", "bus_width": 5120, "clock_rate": 1_980_000,
+                                      "memory_clock_rate": 2_619_000, "num_sms": 132}}}
+    assert fake_cupti["driver"].synchronized >= 1  # finalize waited for the GPU
+    assert not cupti.subscribed and not cupti.enabled and cupti.zeroed_attr == 0
+
+
+def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti):
+    fake_cupti["initialized"] = False
+    proton.start("early", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    assert backend.api_records == "per-cbid"
+    assert all(cupti.api_switches[("driver", c)] for c in layout.DRIVER_LAUNCH_CBIDS)
+    assert layout.KIND_DRIVER not in cupti.enabled
+    proton.finalize()
+    assert not any(cupti.api_switches.values())  # switched back off
+
+    fake_cupti["initialized"] = True
+    proton.start("late", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    assert backend.api_records == "masked"
+    assert {layout.KIND_DRIVER, layout.KIND_RUNTIME} <= cupti.enabled
+    assert cupti.api_switches[("driver", 1)] is False and ("driver", 307) not in cupti.api_switches
+    proton.finalize()
+    assert cupti.api_switches[("driver", 1)] is True  # restored for the next CUPTI client
+
+
+def test_dropped_records_are_reported_and_kept_in_the_profile(fake_cupti, capsys):
+    proton.start("prof", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    with proton.scope("a"):
+        cupti.launch(0x7F00_0000_1000)
+    cupti.dropped = 7
+    proton.finalize()
+    root, _ = hatchet("prof.hatchet")
+    assert root["metrics"]["dropped_records"] == 7
+    assert "7 cupti activity records were dropped" in capsys.readouterr().err
+    assert child(child(root, "a"), "add_kernel")["metrics"]["count"] == 1
+
+
+def test_kernels_launched_while_deactivated_are_not_counted(fake_cupti):
+    proton.start("prof", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    with proton.scope("on"):
+        cupti.launch(0x7F00_0000_1000)
+    proton.deactivate()
+    with proton.scope("off"):
+        cupti.launch(0x7F00_0000_1000)
+    proton.activate()
+    proton.finalize()
+    root, _ = hatchet("prof.hatchet")
+    assert child(child(root, "on"), "add_kernel")["metrics"]["count"] == 1
+    assert all(c["frame"]["name"] != "off" or not c["children"] for c in root["children"])
+
+
+def test_another_cupti_client_is_a_clear_error_and_leaves_no_session(fake_cupti, monkeypatch):
+    monkeypatch.setattr(cupti_backend, "_idle_torch_profiler_holds_cupti", lambda: False)
+    fake_cupti["busy"] = True
+    with pytest.raises(proton.BackendError, match="CUPTI is already in use"):
+        proton.start("refused", backend="cupti")
+    from lepton.runtime import RUNTIME
+    assert not RUNTIME.sessions
+
+
+def test_after_a_finished_torch_profiler_session_kernels_are_collected_without_the_subscription(
+        fake_cupti, monkeypatch):
+    monkeypatch.setattr(cupti_backend, "_idle_torch_profiler_holds_cupti", lambda: True)
+    fake_cupti["busy"] = True
+    with pytest.warns(RuntimeWarning, match="torch.profiler keeps CUPTI's callback slot"):
+        proton.start("prof", backend="cupti")
+    assert fake_cupti["backend"].graph_capture_scopes is False
+    with proton.scope("a"):
+        fake_cupti["cupti"].launch(0x7F00_0000_1000)
+    proton.finalize()
+    root, _ = hatchet("prof.hatchet")
+    assert child(child(root, "a"), "add_kernel")["metrics"]["count"] == 1
+
+
+class _GraphData(ctypes.Structure):  # CUpti_GraphData, as layout.GraphData reads it
+    _fields_ = [("graph", ctypes.c_void_p), ("original_graph", ctypes.c_void_p),
+                ("node", ctypes.c_void_p), ("original_node", ctypes.c_void_p),
+                ("node_type", ctypes.c_uint32), ("dependency", ctypes.c_void_p),
+                ("graph_exec", ctypes.c_void_p)]
+
+
+class _ResourceData(ctypes.Structure):  # CUpti_ResourceData
+    _fields_ = [("context", ctypes.c_void_p), ("handle", ctypes.c_void_p),
+                ("descriptor", ctypes.POINTER(_GraphData))]
+
+
+def test_graph_callbacks_carry_capture_scopes_to_replayed_kernels(fake_cupti, monkeypatch):
+    """A captured node (id 1000+5) is cloned at instantiation (id 1000+6); a replay under scope
+    `replay` then puts its kernel at replay/<captured_at>/capture/add_kernel."""
+    assert _GraphData.node.offset == layout.GraphData.node
+    assert _GraphData.original_node.offset == layout.GraphData.original_node
+    assert _ResourceData.descriptor.offset == layout.ResourceData.resource_descriptor
+    proton.start("prof", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    with proton.scope("capture"):
+        gd = _GraphData(node=5)
+        rd = _ResourceData(descriptor=ctypes.pointer(gd))
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RESOURCE,
+                                         layout.CBID_RESOURCE_GRAPHNODE_CREATED, ctypes.addressof(rd))
+    gd2 = _GraphData(node=6, original_node=5)
+    rd2 = _ResourceData(descriptor=ctypes.pointer(gd2))
+    cupti_backend._resource_callback(None, layout.CB_DOMAIN_RESOURCE,
+                                     layout.CBID_RESOURCE_GRAPHNODE_CLONED, ctypes.addressof(rd2))
+    for replay in ("replay0", "replay1"):
+        with proton.scope(replay):
+            cupti.launch(0x7F00_0000_1000, graph_nodes=[1006])
+    proton.finalize()
+    assert backend.graph_capture_scopes
+    root, _ = hatchet("prof.hatchet")
+    for replay in ("replay0", "replay1"):
+        k = child(child(child(child(root, replay), "<captured_at>"), "capture"), "add_kernel")
+        assert k["metrics"]["count"] == 1
+
+
+def test_buffers_are_zeroed_before_reuse(monkeypatch):
+    """CUPTI is told (ATTR_ZEROED_OUT_ACTIVITY_BUFFER) that buffers come zeroed."""
+    monkeypatch.setattr(cupti_backend._Shared, "pool", [])
+    buf = np.full(64, 7, np.uint8)
+    cupti_backend._recycle([(buf, 40)])
+    assert (buf[:40] == 0).all() and (buf[40:] == 7).all()
+    assert cupti_backend._Shared.pool == [buf]

@@ -1,0 +1,189 @@
+"""viewer.load: hatchet JSON / MessagePack -> Tree, with proton-viewer's frame pruning."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lepton.msgpack import packb
+from lepton.viewer.load import ProfileError, from_document, load, load_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+
+
+def node(name, metrics=None, children=(), frame_type="function"):
+    frame = {"name": name} if frame_type is None else {"name": name, "type": frame_type}
+    return {"children": list(children), "frame": frame, "metrics": dict(metrics or {})}
+
+
+def kernel(name, time_ns, device_id="0"):
+    return node(name, {"count": 1, "device_id": device_id, "device_type": "CUDA", "time (ns)": time_ns})
+
+
+ROOT_ZEROS = {"count": 0, "time (ns)": 0}
+
+
+def names_by_depth(tree):
+    return [("  " * int(d)) + n for n, d in zip(tree.names, tree.depth)]
+
+
+def test_a_tree_is_flattened_in_preorder_with_parents_before_children():
+    """
+    ROOT ─┬─ a ── k1
+          └─ k2
+    """
+    tree = from_document([node("ROOT", ROOT_ZEROS, [node("a", {}, [kernel("k1", 5)]), kernel("k2", 7)]), {}])
+    assert tree.names == ["ROOT", "a", "k1", "k2"]
+    assert tree.parent.tolist() == [-1, 0, 1, 0]
+    assert tree.depth.tolist() == [0, 1, 2, 1]
+    np.testing.assert_array_equal(tree.numbers["time (ns)"], [0, np.nan, 5, 7])
+    assert tree.texts["device_id"].tolist() == [None, None, "0", "0"]
+    assert tree.root_keys == ["count", "time (ns)"]
+    assert tree.in_preorder
+
+
+def test_launch_metadata_subtrees_are_removed_with_everything_under_them():
+    """
+    ROOT ── scope ─┬─ __proton_launch_metadata ── cuda_kernel      (removed)
+                   ├─ __proton_launch_metadata:kern ── helper      (removed)
+                   └─ triton_kernel
+    """
+    tree = from_document([node("ROOT", ROOT_ZEROS, [node("scope", {"cpu_time (ns)": 5}, [
+        node("__proton_launch_metadata", {}, [kernel("cuda_kernel", 4064)]),
+        node("__proton_launch_metadata:kern", {}, [kernel("helper", 3)]),
+        kernel("triton_kernel", 1664)])]), {}])
+    assert names_by_depth(tree) == ["ROOT", "  scope", "    triton_kernel"]
+
+
+def test_empty_leaves_go_and_so_do_parents_left_without_children():
+    """
+    ROOT ─┬─ iter_0 {}                          (no metrics, no children: removed)
+          ├─ replay0 {} ── <captured_at> {} ── iter_0 {}   (all removed, bottom-up)
+          ├─ keeps {"m": 1}                     (metrics, no children: kept)
+          └─ has_metrics {"m": 2} ── empty {}   (children all removed: removed despite its metrics)
+    """
+    tree = from_document([node("ROOT", ROOT_ZEROS, [
+        node("iter_0"),
+        node("replay0", {}, [node("<captured_at>", {}, [node("iter_0")])]),
+        node("keeps", {"m": 1}),
+        node("has_metrics", {"m": 2}, [node("empty")]),
+    ]), {}])
+    assert tree.names == ["ROOT", "keeps"]
+
+
+def test_cudagraph_fixture_loses_its_empty_capture_placeholders():
+    tree = load(FIXTURES / "cudagraph.hatchet")
+    assert "replay0" not in tree.names
+    assert tree.names.count("iter_0") == 1  # only the one under replay1 -> <captured_at>
+
+
+def test_a_frame_without_type_gets_hatchets_default_type():
+    tree = load(EXAMPLES / "frame.json")
+    assert tree.frame_types[tree.names.index("test0")] == "None"
+    assert tree.frame_types[0] == "function"
+
+
+def test_metric_columns_are_typed_numbers_or_texts_and_keep_first_use_order():
+    tree = load(EXAMPLES / "triton.json")
+    assert set(tree.numbers) == {"bytes", "count", "time (ns)", "cpu_time (ns)"}
+    assert set(tree.texts) == {"device_id", "device_type"}
+    assert tree.key_order == ["bytes", "count", "time (ns)", "cpu_time (ns)", "device_id", "device_type"]
+    assert tree.devices == {"CUDA": {"0": {"arch": "86", "bus_width": 128, "clock_rate": 1140000,
+                                           "memory_clock_rate": 5501000, "num_sms": 16}}}
+
+
+def test_vector_metrics_stay_whole_as_text_values():
+    tree = from_document([node("ROOT", {}, [node("s", {"vec": [1, 2, 3], "x": 1.5})]), {}])
+    assert tree.texts["vec"].tolist() == [None, [1, 2, 3]]
+    assert tree.numbers["x"][1] == 1.5
+
+
+def test_device_info_is_optional():
+    tree = from_document([node("ROOT", ROOT_ZEROS, [kernel("k", 1)])])
+    assert tree.devices == {}
+
+
+def test_hatchet_msgpack_loads_like_the_json_file(tmp_path):
+    """Proton's msgpack layout: node = map(frame, metrics, children), empty leaves left out."""
+    document = json.loads((FIXTURES / "scopes_metrics.hatchet").read_text())
+
+    def reorder(n):
+        return {"frame": n["frame"], "metrics": n["metrics"], "children": [reorder(c) for c in n["children"]]}
+
+    path = tmp_path / "p.hatchet_msgpack"
+    path.write_bytes(packb([reorder(document[0]), document[1]]))
+    from_msgpack, from_json = load(path), load(FIXTURES / "scopes_metrics.hatchet")
+    assert from_msgpack.names == from_json.names
+    assert from_msgpack.parent.tolist() == from_json.parent.tolist()
+    for key, values in from_json.numbers.items():
+        np.testing.assert_array_equal(from_msgpack.numbers[key], values)
+    assert from_msgpack.devices == from_json.devices
+
+
+def test_msgpack_is_recognised_by_content_whatever_the_file_name(tmp_path):
+    path = tmp_path / "profile.hatchet"
+    path.write_bytes(packb([node("ROOT", ROOT_ZEROS, [kernel("k", 3)]), {}]))
+    assert load(path).names == ["ROOT", "k"]
+
+
+def test_deep_trees_load_from_msgpack():
+    depth = 1500  # beyond what json.loads accepts (~500 tree levels), not beyond MessagePack
+    leaf = kernel("k", 1)
+    for i in range(depth):
+        leaf = node(f"s{i}", {}, [leaf])
+    tree = load_bytes(packb([node("ROOT", ROOT_ZEROS, [leaf]), {}]))
+    assert len(tree) == depth + 2
+    assert int(tree.depth.max()) == depth + 1
+
+
+# ------------------------------------------------------------ bad input: one line, says what is wrong
+
+def test_a_missing_file_says_it_cannot_be_read(tmp_path):
+    with pytest.raises(ProfileError, match=r"cannot read '.*nope\.hatchet': No such file or directory"):
+        load(tmp_path / "nope.hatchet")
+
+
+def test_a_directory_is_not_a_profile(tmp_path):
+    with pytest.raises(ProfileError, match="cannot read"):
+        load(tmp_path)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "is empty"),
+    (b"hello world", "not a profile"),
+    (b'{"traceEvents": []}', "looks like a Chrome trace"),
+    (b"[1, 2]", "no tree node"),
+    (b'[{"frame": {"name": "ROOT"}, "metrics": [1], "children": []}]', "malformed"),
+    (b'[{"frame": "ROOT", "metrics": {"a": 1}, "children": []}]', "malformed"),
+    (b'[{"frame": {"type": "function"}, "metrics": {"a": 1}, "children": []}]', "no name"),
+    (b"[{}, {]", "invalid JSON at line 1"),
+    (b"\xff\xfe\x00garbage", "not a profile"),
+    (b"\xa6chrome", "single string"),
+])
+def test_a_file_that_is_not_a_profile_says_why(content, message):
+    with pytest.raises(ProfileError, match=message):
+        load_bytes(content, "bad.hatchet")
+
+
+@pytest.mark.parametrize("fixture", ["triton.json", "cuda.json"])
+@pytest.mark.parametrize("keep", [0.3, 0.5, 0.97])
+def test_a_truncated_json_profile_says_it_is_truncated(fixture, keep):
+    data = (EXAMPLES / fixture).read_bytes()
+    with pytest.raises(ProfileError, match="is truncated"):
+        load_bytes(data[:int(len(data) * keep)], fixture)
+
+
+def test_a_truncated_msgpack_profile_says_it_is_truncated():
+    data = packb([node("ROOT", ROOT_ZEROS, [kernel("k", 3)]), {}])
+    with pytest.raises(ProfileError, match="is truncated"):
+        load_bytes(data[:-5], "p.hatchet_msgpack")
+
+
+def test_errors_are_one_line():
+    with pytest.raises(ProfileError) as info:
+        load_bytes(b"[{}, {]", "x")
+    assert "\n" not in str(info.value)
