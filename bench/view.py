@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from lepton.cli.view import main  # noqa: E402
-from lepton.msgpack import packb  # noqa: E402
+from lepton.cli.view import main
+from lepton.msgpack import packb
 
 KERNELS = [
     "matmul_kernel", "add_kernel", "_attn_fwd", "layer_norm_fwd",

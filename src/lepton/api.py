@@ -8,7 +8,7 @@ import os
 from typing import Optional, Union
 
 from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
-from .collect import nvtx
+from .hooks import nvtx
 from .collect.backend import backend_factory
 from .errors import UsageError
 from .runtime import RUNTIME
@@ -52,7 +52,7 @@ def _install_hook(hook, sid: int) -> None:
         return
     if hook == "triton":
         try:
-            triton_hook = importlib.import_module("lepton.collect.triton_hook")
+            triton_hook = importlib.import_module("lepton.hooks.launch")
         except ImportError as e:
             raise UsageError(f"hook='triton' is not available: {e}") from None
         triton_hook.register(sid)
@@ -130,7 +130,7 @@ def _unregister_hooks(session: Optional[int]) -> None:
         if s.hook is None or s.id == RUNTIME.cli_session:
             continue
         if s.hook == "triton":
-            importlib.import_module("lepton.collect.triton_hook").unregister(s.id)
+            importlib.import_module("lepton.hooks.launch").unregister(s.id)
         elif hasattr(s.hook, "unregister"):
             s.hook.unregister(s.id)
 

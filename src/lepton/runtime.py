@@ -39,6 +39,10 @@ class _BackendSink:
     def report_dropped(self, count: int, reason: str) -> None:
         self.runtime.report_dropped(self.backend, count, reason)
 
+    def current_path(self) -> int:
+        """The calling thread's current call path (scopes and state)."""
+        return self.runtime.shadow.current()
+
 
 class Runtime:
     def __init__(self) -> None:

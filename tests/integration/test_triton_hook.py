@@ -31,7 +31,7 @@ def knobs(monkeypatch):
     triton.knobs.runtime = runtime
     monkeypatch.setitem(sys.modules, "triton", triton)
     monkeypatch.setitem(sys.modules, "triton.knobs", triton.knobs)
-    from lepton.collect.triton_hook import LaunchHook
+    from lepton.hooks.launch import LaunchHook
 
     LaunchHook().configure()
     yield runtime
@@ -91,7 +91,7 @@ def test_kernels_launched_inside_launch_metadata_stay_out_of_the_users_tree(knob
 
 
 def test_include_and_exclude_filters_skip_metadata_evaluation(knobs, fake):
-    from lepton.collect.triton_hook import LaunchHook
+    from lepton.hooks.launch import LaunchHook
 
     calls = []
     proton.start("filtered", backend="fake", hook="triton")

@@ -7,7 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lepton.viewer.derive import FORMULAS, Catalog, MetricError, derive, negative_byte_warning, seconds_at_peak
+from lepton.viewer.derive import (
+    FORMULAS,
+    Catalog,
+    MetricError,
+    derive,
+    negative_byte_warning,
+    seconds_at_peak,
+)
 from lepton.viewer.load import from_document, load
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "tests" / "data" / "proton_examples"

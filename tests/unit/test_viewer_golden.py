@@ -29,7 +29,7 @@ def run_view(*argv: str) -> tuple[int, str, str]:
 def parse_cases(text: str) -> list[tuple[str, str]]:
     """`=== <args>` headers, each followed by the exact output; `#` lines before the first are notes."""
     body = "\n".join(line for line in text.split("\n") if not line.startswith("#"))
-    parts = re.split(r"^=== (.+)$\n", body, flags=re.M)
+    parts = re.split(r"^=== (.+)$\n", body, flags=re.MULTILINE)
     return [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
 
 
@@ -50,6 +50,7 @@ def test_reference_cases_cover_every_output_of_section_3_8():
 
 def test_print_sorted_lists_frames_after_the_tree_as_in_section_3_8():
     code, out, _ = run_view("-m", "time/s", "--print-sorted", str(EXAMPLES / "leaf_nodes.json"))
+    assert code == 0
     tree, sorted_part = out.split("\n\n", 1)
     assert tree.splitlines()[0] == "0.226 ROOT"
     assert sorted_part.splitlines()[:3] == [
@@ -72,7 +73,7 @@ def test_diff_of_profiles_with_equal_times_prints_zeros():
 
 def fixture_cases() -> list[tuple[str, str, str]]:
     text = (FIXTURES / "viewer_outputs.txt").read_text()
-    parts = re.split(r"^=== (\S+) (.+)$\n", text, flags=re.M)
+    parts = re.split(r"^=== (\S+) (.+)$\n", text, flags=re.MULTILINE)
     return [(parts[i], parts[i + 1], parts[i + 2]) for i in range(1, len(parts), 3)]
 
 

@@ -9,8 +9,9 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence, TextIO
+from typing import Literal, TextIO
 
 from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, MetricError, derive, negative_byte_warning, short_name
@@ -55,7 +56,7 @@ and may leave out the unit ("time" for "time (ns)"). Derived metrics:
 - flop[8|16|32|64]/s, gflop.../s, tflop.../s: flops / time
 - byte/s, gbyte/s, tbyte/s: bytes / time
 - util: max(flops / peak flops, bytes / peak bandwidth) / time, per kernel
-- <metric>/%: share of ROOT (summed metrics) or of the column total (per-node metrics)
+- <metric>/%%: share of ROOT (summed metrics) or of the column total (per-node metrics)
 Metrics on ROOT are summed over subtrees; the others are per node."""
 
 

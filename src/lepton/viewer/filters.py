@@ -13,7 +13,8 @@ still shows the unfiltered total after -i); raw inclusive columns are summed aga
 from __future__ import annotations
 
 import re
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 

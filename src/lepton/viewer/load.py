@@ -141,6 +141,8 @@ class _Walk:
 
     def kept(self) -> list[int]:
         """Positions of the nodes that stay: they survive and so does their parent."""
+        if all(self.survives):  # the usual case: nothing to prune
+            return list(range(len(self.survives)))
         kept = [False] * len(self.frames)
         parents, survives = self.parents, self.survives
         for i in range(len(kept)):

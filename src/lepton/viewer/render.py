@@ -131,17 +131,15 @@ def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
         painter = _Painter(columns[0].values)
         first = [painter.paint(v, text) for v, text in zip(columns[0].values.tolist(), numbers[0])]
         shown = [" ".join(parts) for parts in zip(first, *([FAINT + t + RESET for t in c] for c in numbers[1:]))]
-    width = options.width
-    lines = []
-    add = lines.append
-    for node, indent in preorder(tree, options.depth):
-        name = names[node]
-        if width is not None:
-            name = shorten(name, max(width - len(indent) - len(plain[node]) - 1, MIN_NAME_WIDTH))
-        if side is not None:
-            name += _marker(side, node, options.color)
-        add(f"{indent}{shown[node]} {name}\n")
-    return "".join(lines) + "\n"
+    if options.width is not None or side is not None:
+        names = list(names)
+        for node, indent in preorder(tree, options.depth):
+            if options.width is not None:
+                room = options.width - len(indent) - len(plain[node]) - 1
+                names[node] = shorten(names[node], max(room, MIN_NAME_WIDTH))
+            if side is not None:
+                names[node] += _marker(side, node, options.color)
+    return "".join([f"{indent}{shown[node]} {names[node]}\n" for node, indent in preorder(tree, options.depth)]) + "\n"
 
 
 def _marker(side: np.ndarray | None, node: int, color: bool) -> str:
@@ -177,7 +175,7 @@ def sorted_text(tree: Tree, columns: list[Column], options: RenderOptions) -> st
     for node in order[1:].tolist():
         name = names[node]
         name = name[:SORTED_NAME_CHARS] + "..." if len(name) > SORTED_NAME_CHARS else name
-        lines.append("{:105} {:.4}\n".format(name, float(column.values[node])))
+        lines.append(f"{name:105} {float(column.values[node]):.4}\n")
     return "".join(lines)
 
 
@@ -198,7 +196,7 @@ def csv_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np
     for node, _ in preorder(tree, options.depth):
         parent = int(tree.parent[node])
         row = [node, "" if parent < 0 else parent, int(tree.depth[node]), names[node]]
-        row += ["" if math.isnan(v) else repr(float(v)) for v in (c.values[node] for c in columns)]
+        row += ["" if math.isnan(v) else _number_text(v) for v in (c.values[node] for c in columns)]
         if side is not None:
             row.append(_side_name(side, node))
         writer.writerow(row)
@@ -221,9 +219,15 @@ def json_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
     return json.dumps({"metrics": [c.label for c in columns], "nodes": nodes}, indent=1) + "\n"
 
 
+def _number_text(value: float) -> str:
+    """15 significant digits: every digit a float64 holds reliably, without binary noise
+    (0.6144 / 0.012 prints 51.2, not 51.20000000000001)."""
+    return format(float(value), ".15g")
+
+
 def _json_number(value: float) -> float | None:
     value = float(value)
-    return value if math.isfinite(value) else None  # JSON has no NaN or Infinity
+    return float(_number_text(value)) if math.isfinite(value) else None  # JSON has no NaN or Infinity
 
 
 def _side_name(side: np.ndarray, node: int) -> str:

@@ -11,7 +11,6 @@ order, so `util` matches proton-viewer to the last printed digit. 86 and 120 are
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class PerClockPeak:
         return self.fp8_flops_per_clock_per_sm * device.num_sms * device.clock_rate_khz * 1e3
 
 
-Peak = Union[FixedPeak, ScaledPeak, PerClockPeak]
+Peak = FixedPeak | ScaledPeak | PerClockPeak
 
 PEAK_FP8_FLOPS: dict[tuple[str, str], Peak] = {
     # A100 (sm_80) has no FP8: 624 dense INT8 TOPS, NVIDIA A100 datasheet (Proton's number).
@@ -81,7 +80,8 @@ PEAK_FP8_FLOPS: dict[tuple[str, str], Peak] = {
     # H100 PCIe (sm_90): 1513 dense FP8 TFLOPS at 114 SMs and 1755 MHz boost (H100 datasheet);
     # other sm_90 parts scaled by SMs and clock. Proton's rule.
     ("CUDA", "90"): ScaledPeak(reference_fp8_tflops=1513, reference_num_sms=114, reference_clock_mhz=1755),
-    # B200 (sm_100): 16384 dense FP8 FLOP/clk/SM (148 SMs x 1965 MHz -> 4.76 PFLOPS). Proton's rule.
+    # B200 (sm_100): 16384 dense FP8 FLOP/clk/SM (4.5 dense FP8 PFLOPS = 148 SMs x ~1.86 GHz x
+    # 16384, HGX B200 datasheet). Proton's rule.
     ("CUDA", "100"): PerClockPeak(16384),
     # RTX 5090 (sm_120): 838 dense FP8 TFLOPS (1676.8 with sparsity) at 170 SMs x 2407 MHz boost
     # (NVIDIA RTX Blackwell GPU Architecture whitepaper, GB202) = 2048 FLOP/clk/SM.
@@ -91,7 +91,7 @@ PEAK_FP8_FLOPS: dict[tuple[str, str], Peak] = {
     ("HIP", "gfx90a"): PerClockPeak(1024),
     # MI300X: 2614.9 dense FP8 TFLOPS = 304 CUs x 2.1 GHz x 4096.
     ("HIP", "gfx942"): PerClockPeak(4096),
-    # MI355X: 10.1 dense FP8 PFLOPS = 256 CUs x 2.4 GHz x 8192 (CDNA4 whitepaper).
+    # MI355X: 5.0 dense FP8 PFLOPS (10.1 with sparsity) = 256 CUs x 2.4 GHz x 8192 (CDNA4 whitepaper).
     ("HIP", "gfx950"): PerClockPeak(8192),
 }
 

@@ -12,8 +12,8 @@ are turned on, and only theirs:
 - after it, those per-API calls are silently ignored [measured], so the whole DRIVER and RUNTIME
   kinds are enabled and every other cbid (≈1300 calls, ≈1 ms) is switched off again.
 
-Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) when 4
-are pending and at every flush, on CUPTI's buffer thread or the flushing thread: never per launch.
+Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
+complete, on CUPTI's buffer thread, and at every flush: never per launch.
 """
 from __future__ import annotations
 
@@ -36,7 +36,10 @@ from .devices import Driver
 from .graphs import GraphNodePaths
 
 BUFFER_BYTES = 8 << 20  # ≈28k launches (ext 24 B + API 40 B + kernel 216 B each) per buffer
-PROCESS_AT_BYTES = 4 * BUFFER_BYTES  # parse on CUPTI's thread once this much is pending
+# Parse each buffer on CUPTI's thread as soon as it completes rather than all at finalize, which
+# then only has the last, partly filled buffers left (the parse runs mostly inside numpy calls,
+# which release the GIL on large arrays, while the launching thread keeps launching).
+PROCESS_AT_BYTES = BUFFER_BYTES // 2
 _POOL_MAX = 8  # parsed buffers kept for reuse (64 MiB)
 
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
