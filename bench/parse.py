@@ -16,10 +16,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from lepton.collect.cupti import synthetic  # noqa: E402
-from lepton.collect.cupti.collector import Collector  # noqa: E402
-from lepton.model.aggregate import kernel_paths, sum_by_group  # noqa: E402
-from lepton.model.paths import PathTable  # noqa: E402
+from lepton.collect.cupti import synthetic
+from lepton.collect.cupti.collector import Collector
+from lepton.model.aggregate import kernel_paths, sum_by_group
+from lepton.model.paths import PathTable
 
 BUFFER_BYTES = 8 << 20  # what the backend hands CUPTI
 KERNEL_NAMES = ["add_kernel", "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE",

@@ -16,7 +16,6 @@ from .collect.backend import Backend, backend_factory, backend_names
 from .collect.contexts import ShadowStacks, python_path
 from .errors import SessionNotFound, UsageError
 from .model.aggregate import kernel_paths
-from .model.metrics import MetricKind, MetricSpec
 from .model.paths import ROOT, PathTable
 from .model.profile import Profile
 from .model.records import KernelBatch
@@ -65,6 +64,7 @@ class Runtime:
         self.python_scope_sets: tuple = ()
         self.slow = False
         self.scope_ids = itertools.count(1)
+        self._ops: dict[tuple[int, str], int] = {}
         self._lock = threading.RLock()
         self._warned: set[str] = set()
 
@@ -232,6 +232,7 @@ class Runtime:
                 del self.backends[name]
 
     def profile_of(self, session: Session, phase: int) -> Profile:
+        session.snapshot()
         data = session.phases.get(phase)
         if data is None:
             raise UsageError(f"Phase {phase} has no data.")
@@ -370,24 +371,51 @@ class Runtime:
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, metrics)
 
-    def enter_op(self, name: str, metrics: dict | None, properties: dict | None = None) -> int:
+    def enter_op(self, name: str, metrics: tuple | None = None, properties: dict | None = None) -> int:
         """A kernel launch is about to happen on this thread under the op node `name` (launch
-        hook): the node is created, gets the launch's metrics, and the kernel will land on it."""
-        t = self.shadow.thread()
-        base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
-        op = self.paths.op(base, name)
+        hook): the node is created, gets the launch's metrics (`((name, value), ...)`, plain
+        numbers or tuples), and the kernel will land on it."""
+        t = self.shadow.local
+        if not hasattr(t, "stack"):
+            t = self.init_thread()
+        base = python_path(self.paths) if self.python_sessions else \
+            t.stack[-1] if t.state is None else self.shadow.effective(t, t.stack[-1])
+        op = self._ops.get((base, name))
+        if op is None:
+            op = self._ops[(base, name)] = self.paths.op(base, name)
         for scopes in self.python_scope_sets if self.python_sessions else self.scope_sets:
             scopes.add(op)
-        if metrics or properties:
-            values = dict(metrics or {})
-            for key, value in (properties or {}).items():
-                values[MetricSpec(key, MetricKind.NODE_PROPERTY)] = value
+        if metrics:
+            key = (op, metrics)
             for s in self.active:
-                s.add_metrics(op, values)
+                s.count_launch(key)
+        if properties:
+            for s in self.active:
+                s.set_properties_once(op, properties)
         if self.push is not None:
             self.push(op)
             t.pushed.append(op)
         return op
+
+    def enter_transient_state(self, names: tuple[str, ...]):
+        """Sets the thread's state for a short region (launch-metadata evaluation) with one push
+        instead of the two replace-the-top pairs a plain state change costs; returns a token for
+        `exit_transient_state`."""
+        t = self.shadow.thread()
+        previous = t.state
+        t.state = names
+        if self.push is not None:
+            eff = self.shadow.effective(t, t.stack[-1])
+            self.push(eff)
+            t.pushed.append(eff)
+        return previous
+
+    def exit_transient_state(self, previous) -> None:
+        t = self.shadow.thread()
+        if self.pop is not None and t.pushed:
+            t.pushed.pop()
+            self.pop()
+        t.state = previous
 
     def exit_op(self, op: int) -> None:
         t = self.shadow.thread()

@@ -7,6 +7,7 @@ later, in bulk, on another thread.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -16,11 +17,16 @@ from .errors import UsageError
 from .model.aggregate import sum_by_group
 from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch
 from .model.trace import ScopeEvent, TraceData
+from .model.metrics import coerce_metric_value, parse_metric_name
 from .model.tree import TreeData
 
 CONTEXTS = ("shadow", "python")
 DATA_KINDS = ("tree", "trace")
 FORMATS = {"tree": ("hatchet", "hatchet_msgpack"), "trace": ("chrome_trace",)}
+
+
+def _times(value, n: int):
+    return [v * n for v in value] if isinstance(value, list) else value * n
 
 
 class Session:
@@ -38,6 +44,9 @@ class Session:
         self.complete_up_to = -1
         self.phases: dict[int, TreeData | TraceData] = {0: self._new_data()}
         self.dropped_records = 0
+        # Launch metrics counted lock-free on the launch path: (op path, metric items) -> a counter
+        # of the launches after the first (`next()` on itertools.count is atomic under the GIL).
+        self.pending: dict[tuple, itertools.count] = {}
         self._times: list[int] = []
         self._active_log: list[bool] = []
         self._phase_log: list[int] = []
@@ -64,6 +73,7 @@ class Session:
 
     def advance_phase(self) -> int:
         with self._lock:
+            self._fold_pending()
             self.phase += 1
             self.phases[self.phase] = self._new_data()
             self._log()
@@ -76,6 +86,7 @@ class Session:
 
     def clear(self, phase: int, up_to: bool) -> None:
         with self._lock:
+            self._fold_pending()
             for p in list(self.phases):
                 if p == phase or (up_to and p <= phase):
                     del self.phases[p]
@@ -88,6 +99,44 @@ class Session:
             data = self.current
             if isinstance(data, TreeData):
                 data.add_metrics(pid, metrics)
+
+    def count_launch(self, key: tuple) -> None:
+        """One hooked launch with metrics `key = (op, ((name, value), ...))`. The first of a kind is
+        added at once (so a type mismatch raises here, as in Proton); repeats only bump a counter."""
+        counter = self.pending.get(key)
+        if counter is not None:
+            next(counter)
+            return
+        with self._lock:
+            data = self.current
+            if isinstance(data, TreeData):
+                data.add_metrics(key[0], dict(key[1]))
+            self.pending.setdefault(key, itertools.count())
+
+    def _fold_pending(self) -> None:
+        """Adds the counted launch metrics to the current phase. Caller holds `_lock`."""
+        pending, self.pending = self.pending, {}
+        data = self.current
+        if not isinstance(data, TreeData):
+            return
+        for (op, items), counter in pending.items():
+            repeats = next(counter)
+            if repeats:
+                data.add_metrics(op, {name: _times(coerce_metric_value(parse_metric_name(name).name, v), repeats)
+                                      for name, v in items})
+
+    def snapshot(self):
+        """The current data with every counted launch folded in (before writing or exporting)."""
+        with self._lock:
+            self._fold_pending()
+
+    def set_properties_once(self, pid: int, properties: dict) -> None:
+        if pid in getattr(self.current, "properties_set", ()):  # the common case, without the lock
+            return
+        with self._lock:
+            data = self.current
+            if isinstance(data, TreeData):
+                data.set_properties_once(pid, properties)
 
     def add_scope_event(self, event: ScopeEvent) -> None:
         with self._lock:
@@ -115,7 +164,8 @@ class Session:
             if not active.any():
                 return
             durations = batch.end_ns - batch.start_ns
-            for ph in np.unique(phase[active]).tolist():
+            phases = [self._phase_log[0]] if len(set(self._phase_log)) == 1 else np.unique(phase[active]).tolist()
+            for ph in phases:
                 data = self.phases.get(ph)
                 if data is None:  # cleared by the user
                     continue

@@ -92,7 +92,7 @@ class FakeCupti:
         kind = ctypes.c_uint32.from_address(address + offset).value
         return layout.RECORD_SIZE.get(kind, 0)
 
-    def external_id_push_pop(self, kind, release_gil=True):
+    def external_id_push_pop(self, kind):
         assert kind == layout.EXT_KIND_CUSTOM2
 
         def stack():
@@ -136,15 +136,15 @@ class FakeCupti:
             if layout.KIND_CONCURRENT_KERNEL not in self.enabled:
                 return corr
             if stack:
-                self._records.append((layout.KIND_EXTERNAL_CORRELATION, dict(
-                    external_kind=layout.EXT_KIND_CUSTOM2, external_id=stack[-1], correlation_id=corr)))
-            self._records.append((layout.KIND_RUNTIME, dict(start=now, end=now + 500, correlation_id=corr,
-                                                            cbid=211)))
+                self._records.append((layout.KIND_EXTERNAL_CORRELATION, {
+                    "external_kind": layout.EXT_KIND_CUSTOM2, "external_id": stack[-1], "correlation_id": corr}))
+            self._records.append((layout.KIND_RUNTIME, {"start": now, "end": now + 500, "correlation_id": corr,
+                                                            "cbid": 211}))
             for node in graph_nodes:
-                self._records.append((layout.KIND_CONCURRENT_KERNEL, dict(
-                    start=now + 10_000, end=now + 10_000 + duration_ns, correlation_id=corr,
-                    name=ctypes.addressof(self._names[name_ptr]), graph_node_id=node, stream_id=stream,
-                    device_id=0)))
+                self._records.append((layout.KIND_CONCURRENT_KERNEL, {
+                    "start": now + 10_000, "end": now + 10_000 + duration_ns, "correlation_id": corr,
+                    "name": ctypes.addressof(self._names[name_ptr]), "graph_node_id": node, "stream_id": stream,
+                    "device_id": 0}))
         return corr
 
 

@@ -53,8 +53,8 @@ def launch(kinds, kernel, api, ext, *, corr, ext_id=None, t, name=0x1000, device
     api["correlation_id"].append(corr)
     pending = []
     for node in graph_nodes or [0]:
-        pending.append(dict(start=t + 1000, end=t + 3000, correlation_id=corr, name=name, device_id=device,
-                            stream_id=stream, graph_node_id=node))
+        pending.append({"start": t + 1000, "end": t + 3000, "correlation_id": corr, "name": name, "device_id": device,
+                            "stream_id": stream, "graph_node_id": node})
     return pending
 
 
@@ -128,7 +128,7 @@ def test_a_kernel_seen_before_its_launch_record_waits_for_it():
 def test_at_a_flush_kernels_without_a_launch_record_go_to_root_with_an_unknown_launch_time():
     sink = Sink()
     kinds, kernel, _, _ = empty()
-    add_kernels(kinds, kernel, [dict(start=100, end=200, correlation_id=4, name=0x1000)])
+    add_kernels(kinds, kernel, [{"start": 100, "end": 200, "correlation_id": 4, "name": 0x1000}])
     buf = synthetic.pack(kinds, kernel)
     col = Collector(sink, NAMES.__getitem__)
     col.add_buffer(buf, len(buf))

@@ -92,12 +92,12 @@ def test_extract_reads_the_fields_written_at_the_header_offsets():
     kinds = [EXT, RT, CONC, EXT, DRV, CONC]
     buf = synthetic.pack(
         kinds,
-        kernel=dict(start=[1_000, 5_000], end=[2_500, 9_000], device_id=[0, 3], stream_id=[7, 13],
-                    correlation_id=[11, 12], name=[0x7F00_0000_1000, 0x7F00_0000_2000],
-                    graph_node_id=[0, (2 << 32) | 5]),
-        api=dict(start=[900, 4_900], correlation_id=[11, 12]),
-        ext=dict(external_kind=[layout.EXT_KIND_CUSTOM2, 3], external_id=[42, 2**40 + 1],
-                 correlation_id=[11, 12]))
+        kernel={"start": [1_000, 5_000], "end": [2_500, 9_000], "device_id": [0, 3], "stream_id": [7, 13],
+                    "correlation_id": [11, 12], "name": [0x7F00_0000_1000, 0x7F00_0000_2000],
+                    "graph_node_id": [0, (2 << 32) | 5]},
+        api={"start": [900, 4_900], "correlation_id": [11, 12]},
+        ext={"external_kind": [layout.EXT_KIND_CUSTOM2, 3], "external_id": [42, 2**40 + 1],
+                 "correlation_id": [11, 12]})
     offsets, _ = parser.walk(buf, len(buf), layout.size_table())
     r = parser.extract(buf, offsets)
     assert r.k_start.tolist() == [1_000, 5_000] and r.k_end.tolist() == [2_500, 9_000]
@@ -114,8 +114,8 @@ def test_extract_reads_the_fields_written_at_the_header_offsets():
 
 
 def test_parse_from_a_nonzero_start_reads_the_right_records():
-    buf = synthetic.pack([RT, CONC, EXT], kernel=dict(correlation_id=[77], start=[5], end=[6]),
-                         api=dict(correlation_id=[76]), ext=dict(correlation_id=[78], external_id=[9]))
+    buf = synthetic.pack([RT, CONC, EXT], kernel={"correlation_id": [77], "start": [5], "end": [6]},
+                         api={"correlation_id": [76]}, ext={"correlation_id": [78], "external_id": [9]})
     r, stop = parser.parse(buf, len(buf), layout.size_table(), start=40)
     assert stop == len(buf)
     assert r.k_corr.tolist() == [77] and r.a_corr.tolist() == [] and r.e_id.tolist() == [9]

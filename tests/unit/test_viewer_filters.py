@@ -77,6 +77,7 @@ def test_exclusive_metrics_sort_first_row():
 
 def test_include_keeps_ancestors_and_descendants_and_root_keeps_its_unfiltered_total():
     tree, columns = filtered(EXAMPLES / "leaf_nodes.json", ["time/ns", "count"], include=".*kernel_2.*")
+    tree.self_check()
     assert tree.names == ["ROOT", "kernel_2_1_1", "kernel_2_2_2", "kernel_2_2_1", "kernel_2_3_1"]
     assert columns[0].values[0] == 225873672.0  # a derived column: computed before filtering
     assert columns[1].values[0] == 120 + 149  # a raw summed column: summed again on the filtered tree
@@ -120,6 +121,7 @@ def test_threshold_hangs_kept_nodes_under_their_nearest_kept_ancestor_and_merges
         node("a", {"count": 10}, [kernel("x", 10)]),
         node("b", {"count": 10}, [kernel("x", 10)])]), {}])
     new_tree, columns = filtered(tree, ["avg_time/ns", "count"], threshold=5)
+    new_tree.self_check()
     assert new_tree.names == ["x"]
     assert new_tree.parent.tolist() == [-1]
     assert columns[0].values.tolist() == [20.0]
@@ -130,6 +132,7 @@ def test_squash_keeps_row_order_and_reports_groups():
     tree = load(EXAMPLES / "leaf_nodes.json")
     keep = np.array([name != "kernel_1_2_1" for name in tree.names])
     new_tree, groups, firsts = squash(tree, keep)
+    new_tree.self_check()
     assert "kernel_1_3_1" in new_tree.names
     child = new_tree.names.index("kernel_1_3_1")
     assert new_tree.names[new_tree.parent[child]] == "kernel_1_1_1"

@@ -37,6 +37,7 @@ def test_a_tree_is_flattened_in_preorder_with_parents_before_children():
           └─ k2
     """
     tree = from_document([node("ROOT", ROOT_ZEROS, [node("a", {}, [kernel("k1", 5)]), kernel("k2", 7)]), {}])
+    tree.self_check()
     assert tree.names == ["ROOT", "a", "k1", "k2"]
     assert tree.parent.tolist() == [-1, 0, 1, 0]
     assert tree.depth.tolist() == [0, 1, 2, 1]
@@ -56,6 +57,7 @@ def test_launch_metadata_subtrees_are_removed_with_everything_under_them():
         node("__proton_launch_metadata", {}, [kernel("cuda_kernel", 4064)]),
         node("__proton_launch_metadata:kern", {}, [kernel("helper", 3)]),
         kernel("triton_kernel", 1664)])]), {}])
+    tree.self_check()
     assert names_by_depth(tree) == ["ROOT", "  scope", "    triton_kernel"]
 
 
@@ -72,6 +74,7 @@ def test_empty_leaves_go_and_so_do_parents_left_without_children():
         node("keeps", {"m": 1}),
         node("has_metrics", {"m": 2}, [node("empty")]),
     ]), {}])
+    tree.self_check()
     assert tree.names == ["ROOT", "keeps"]
 
 
@@ -79,6 +82,24 @@ def test_cudagraph_fixture_loses_its_empty_capture_placeholders():
     tree = load(FIXTURES / "cudagraph.hatchet")
     assert "replay0" not in tree.names
     assert tree.names.count("iter_0") == 1  # only the one under replay1 -> <captured_at>
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")) + sorted(FIXTURES.glob("*.hatchet")),
+                         ids=lambda p: p.name)
+def test_every_example_and_fixture_loads_into_a_consistent_tree(path):
+    tree = load(path)
+    tree.self_check()
+    assert tree.names[0] == "ROOT" and tree.in_preorder
+
+
+def test_subtree_sums_are_own_value_plus_childrens_sums():
+    tree = load(FIXTURES / "scopes_metrics.hatchet")
+    own = tree.numbers["time (ns)"]
+    total = tree.subtree_sum(own)
+    for node, children in enumerate(tree.children):
+        parts = [own[node]] + [total[c] for c in children]
+        expected = np.nansum(parts) if not np.isnan(parts).all() else np.nan
+        np.testing.assert_equal(total[node], expected)
 
 
 def test_a_frame_without_type_gets_hatchets_default_type():

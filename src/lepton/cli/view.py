@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Literal, TextIO
 
 from ..viewer.demangle import demangle
-from ..viewer.derive import Catalog, MetricError, derive, negative_byte_warning, short_name
+from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
 from ..viewer.diff import subtract
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
-from ..viewer.load import ProfileError, load, without_gc
+from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
+from ..viewer.parallel import load_split
 from ..viewer.render import RenderOptions, csv_text, json_text, sorted_text, tree_text
 from ..viewer.tree import Tree
 
@@ -123,7 +124,7 @@ def console_main() -> None:
 
 
 def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    tree = load(options.file)
+    tree = _load(options.file)
     if options.list_metrics:
         stdout.write(list_text(tree))
         return EXIT_OK
@@ -133,7 +134,7 @@ def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     tree, columns, warnings = _prepare(tree, metrics, options)
     side = None
     if options.diff_file:
-        other, other_columns, other_warnings = _prepare(load(options.diff_file), metrics, options)
+        other, other_columns, other_warnings = _prepare(_load(options.diff_file), metrics, options)
         result = subtract(tree, columns, other, other_columns)
         tree, columns, side, warnings = result.tree, result.columns, result.side, warnings + other_warnings
     render = _render_options(options, stdout)
@@ -148,6 +149,13 @@ def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     for warning in warnings:
         print(f"{PROG}: {warning}", file=stderr)
     return EXIT_OK
+
+
+def _load(path: str) -> Tree:
+    """A big pretty-printed JSON profile loads on two cores (viewer.parallel); any other serially.
+    Only the command line forks: a library caller may have threads, which fork does not mix with."""
+    data = read_file(path)
+    return load_split(data, path) or load_bytes(data, path)
 
 
 def list_text(tree: Tree) -> str:
@@ -166,7 +174,9 @@ def _default_metrics(tree: Tree) -> list[str]:
         raise MetricError(f"no -m given and the profile has no time; {Catalog.of(tree).describe()}") from None
 
 
-def _prepare(tree: Tree, metrics: list[str], options: ViewOptions):
+def _prepare(tree: Tree, metrics: list[str], options: ViewOptions) -> tuple[Tree, list[Column], list[str]]:
+    """proton-viewer's `parse`: derive the metrics on the whole tree, then filter it. -i/-e also
+    match the demangled names, since those are what the user reads."""
     derived = derive(tree, metrics)
     aliases = None
     if not options.mangled and (options.include or options.exclude):

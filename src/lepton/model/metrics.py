@@ -22,14 +22,20 @@ class MetricKind(enum.Enum):
     NODE_PROPERTY = "node property"  # last value wins and per node only (kernel properties)
 
 
-PER_NODE_KINDS = frozenset({MetricKind.EXCLUSIVE, MetricKind.NODE_PROPERTY})
-OVERWRITE_KINDS = frozenset({MetricKind.PROPERTY, MetricKind.NODE_PROPERTY})
 
 
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
     kind: MetricKind
+
+    @property
+    def overwrites(self) -> bool:
+        return self.kind is MetricKind.PROPERTY or self.kind is MetricKind.NODE_PROPERTY
+
+    @property
+    def per_node(self) -> bool:
+        return self.kind is MetricKind.EXCLUSIVE or self.kind is MetricKind.NODE_PROPERTY
 
 
 ROOFLINE_FLOAT_KEYS = frozenset({"flops", "flops8", "flops16", "flops32", "flops64"})
@@ -41,11 +47,21 @@ _TYPE_NAMES = {int: "int64_t", float: "double", (list, int): "std::vector<int64_
                (list, float): "std::vector<double>"}
 
 
+_parsed: dict[str, MetricSpec] = {}
+
+
 def parse_metric_name(raw) -> MetricSpec:
     """`"a (pty)"` -> MetricSpec("a", PROPERTY); `"cpu_time (ns)(exc)"` -> ("cpu_time (ns)", EXCLUSIVE).
     `(inc)` is not a suffix we strip (Proton keeps it in the name). A `MetricSpec` passes through."""
     if isinstance(raw, MetricSpec):
         return raw
+    spec = _parsed.get(raw)
+    if spec is None:
+        spec = _parsed[raw] = _parse(raw)
+    return spec
+
+
+def _parse(raw: str) -> MetricSpec:
     name = raw.strip()
     kind = MetricKind.INCLUSIVE
     if name.endswith("(exc)"):
@@ -69,6 +85,11 @@ def to_python_value(value):
 
 def coerce_metric_value(name: str, value):
     """Applies Proton's roofline coercions (`flops*` -> float, `bytes` -> int) and checks the type."""
+    t = type(value)
+    if t is float or t is int:  # the common case, first (it runs on every hooked launch)
+        if name in ROOFLINE_FLOAT_KEYS:
+            return float(value)
+        return int(value) if name in ROOFLINE_INT_KEYS else value
     value = to_python_value(value)
     if isinstance(value, bool):
         value = int(value)
@@ -99,6 +120,8 @@ def merge_metric(name: str, kind: MetricKind, current, new):
     """The value a node holds after receiving `new` when it held `current` (None: nothing yet)."""
     if current is None:
         return list(new) if isinstance(new, list) else new
+    if type(current) is type(new) and type(new) is not list:  # the common case: two equal scalars
+        return new if kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY else current + new
     cur_t, new_t = type_name(current), type_name(new)
     if cur_t != new_t:
         raise MetricTypeError(
@@ -106,7 +129,7 @@ def merge_metric(name: str, kind: MetricKind, current, new):
     if isinstance(new, list) and len(new) != len(current):
         raise MetricTypeError(
             f"Vector metric size mismatch for valueId 0 ({name}): current={len(current)}, new={len(new)}")
-    if kind in OVERWRITE_KINDS:
+    if kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY:
         return list(new) if isinstance(new, list) else new
     if isinstance(new, list):
         return [a + b for a, b in zip(current, new)]

@@ -28,6 +28,13 @@ class TreeData:
         self.kernels: dict[int, KernelStats] = {}
         self.metrics: dict[int, dict[str, object]] = {}
         self.specs: dict[str, MetricSpec] = {}
+        self.properties_set: set[int] = set()  # op nodes whose kernel properties are recorded
+
+    def set_properties_once(self, pid: int, properties: dict[str, object]) -> None:
+        """Kernel properties do not change between launches of one compiled kernel: recorded once."""
+        if pid not in self.properties_set:
+            self.properties_set.add(pid)
+            self.add_metrics(pid, {MetricSpec(k, MetricKind.NODE_PROPERTY): v for k, v in properties.items()})
 
     def add_metrics(self, pid: int, metrics: dict[str, object]) -> None:
         """Adds user metrics to the node `pid` with Proton's rules (sum, property, type checks)."""
@@ -36,7 +43,7 @@ class TreeData:
             spec = parse_metric_name(raw)
             value = coerce_metric_value(spec.name, value)
             known = self.specs.get(spec.name)
-            if known is None or (known.kind is MetricKind.INCLUSIVE and spec.kind is not known.kind):
+            if known is None or (known.kind is not spec.kind and known.kind is MetricKind.INCLUSIVE):
                 self.specs[spec.name] = known = spec
             node[spec.name] = merge_metric(spec.name, spec.kind, node.get(spec.name), value)
 

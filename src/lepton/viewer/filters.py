@@ -112,7 +112,7 @@ def squash(tree: Tree, keep: np.ndarray) -> tuple[Tree, np.ndarray, np.ndarray]:
         names=[tree.names[i] for i in members],
         frame_types=[tree.frame_types[i] for i in members],
         numbers=numbers,
-        texts={key: [values[i] for i in members] for key, values in tree.texts.items()},
+        texts={key: values[members] for key, values in tree.texts.items()},
         root_keys=tree.root_keys,
         key_order=tree.key_order,
         devices=tree.devices,

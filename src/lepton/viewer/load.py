@@ -40,12 +40,15 @@ class ProfileError(ValueError):
 
 def load(path: str | os.PathLike) -> Tree:
     """Reads a hatchet JSON or hatchet MessagePack file (detected from its content)."""
+    return load_bytes(read_file(path), os.fspath(path))
+
+
+def read_file(path: str | os.PathLike) -> bytes:
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return f.read()
     except OSError as err:
         raise ProfileError(f"cannot read '{os.fspath(path)}': {err.strerror or err}") from err
-    return load_bytes(data, os.fspath(path))
 
 
 def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:

@@ -123,6 +123,7 @@ def _siblings_in_order(parent: np.ndarray, keys: list) -> bool:
 
 
 def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
+    """The tree as proton-viewer prints it; `side` (from -diff) marks the nodes of one side only."""
     names = display_names(tree, options)
     numbers = [[f"{v:.3f}" for v in column.values.tolist()] for column in columns]
     plain = [" ".join(parts) for parts in zip(*numbers)] if numbers else [""] * len(tree)
@@ -131,15 +132,16 @@ def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
         painter = _Painter(columns[0].values)
         first = [painter.paint(v, text) for v, text in zip(columns[0].values.tolist(), numbers[0])]
         shown = [" ".join(parts) for parts in zip(first, *([FAINT + t + RESET for t in c] for c in numbers[1:]))]
+    lines = preorder(tree, options.depth)
     if options.width is not None or side is not None:
         names = list(names)
-        for node, indent in preorder(tree, options.depth):
+        for node, indent in lines:
             if options.width is not None:
                 room = options.width - len(indent) - len(plain[node]) - 1
                 names[node] = shorten(names[node], max(room, MIN_NAME_WIDTH))
             if side is not None:
                 names[node] += _marker(side, node, options.color)
-    return "".join([f"{indent}{shown[node]} {names[node]}\n" for node, indent in preorder(tree, options.depth)]) + "\n"
+    return "".join([f"{indent}{shown[node]} {names[node]}\n" for node, indent in lines]) + "\n"
 
 
 def _marker(side: np.ndarray | None, node: int, color: bool) -> str:

@@ -21,7 +21,8 @@ class Tree:
     """A calling-context tree with its metrics, as read from a hatchet file.
 
     `numbers` holds every numeric metric of the file, keyed by its raw name ("time (ns)"), NaN
-    where a node has no value. `texts` holds the other metrics (device_id, device_type, vectors).
+    where a node has no value. `texts` holds the other metrics (device_id, device_type, vectors)
+    as object arrays, None where a node has no value.
     `root_keys` are the metric names on the first root: Proton's viewer sums exactly those over
     subtrees and treats all others as per-node values.
     """
@@ -31,7 +32,7 @@ class Tree:
     names: list[str]
     frame_types: list[str]
     numbers: dict[str, np.ndarray] = field(default_factory=dict)
-    texts: dict[str, list] = field(default_factory=dict)
+    texts: dict[str, np.ndarray] = field(default_factory=dict)
     root_keys: list[str] = field(default_factory=list)
     key_order: list[str] = field(default_factory=list)  # every metric name, in order of first use
     devices: dict = field(default_factory=dict)  # {"CUDA": {"0": {"arch": "90", ...}}}
@@ -64,9 +65,17 @@ class Tree:
     def roots(self) -> list[int]:
         return np.flatnonzero(self.parent == NO_PARENT).tolist()
 
-    def frame_key(self, node: int) -> tuple[str, str]:
-        """What hatchet sorts siblings by (its Frame's sorted (key, value) pairs: name, then type)."""
-        return (self.names[node], self.frame_types[node])
+    def self_check(self) -> None:
+        """Asserts what every algorithm here relies on: equal-length columns, parents before
+        children, depth = parent's depth + 1."""
+        n = len(self)
+        assert len(self.parent) == len(self.depth) == len(self.frame_types) == n
+        assert all(len(column) == n for column in [*self.numbers.values(), *self.texts.values()])
+        rows = np.arange(n)
+        has_parent = self.parent != NO_PARENT
+        assert (self.parent[has_parent] < rows[has_parent]).all(), "a parent comes after its child"
+        assert (self.depth[~has_parent] == 0).all()
+        assert (self.depth[has_parent] == self.depth[self.parent[has_parent]] + 1).all()
 
     def subtree_sum(self, values: np.ndarray) -> np.ndarray:
         """Each node's value plus all its descendants' values, skipping NaN.

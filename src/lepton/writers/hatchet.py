@@ -7,10 +7,8 @@ makes proton-viewer treat those metrics as inclusive.
 """
 from __future__ import annotations
 
-import json
-
-from ..model.metrics import PER_NODE_KINDS
 from ..model.profile import Profile
+from . import fast_json
 from ..model.tree import Node, TreeData, build_tree
 
 
@@ -34,7 +32,7 @@ def root_zeros(profile: Profile, root: Node) -> dict:
     if data.kernels:
         zeros.update({"count": 0, "time (ns)": 0})
     for name, spec in data.specs.items():
-        if spec.kind not in PER_NODE_KINDS:
+        if not spec.per_node:
             zeros[name] = 0
     zeros.update(root.metrics)  # metrics added on ROOT itself keep their value
     if profile.dropped_records:
@@ -67,4 +65,4 @@ def to_literal(profile: Profile) -> list:
 
 
 def render(profile: Profile) -> bytes:
-    return ("\n" + json.dumps(to_literal(profile), indent=4, sort_keys=True) + "\n").encode()
+    return ("\n" + fast_json.dumps(to_literal(profile)) + "\n").encode()

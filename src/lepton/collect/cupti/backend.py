@@ -9,8 +9,13 @@ are turned on, and only theirs:
 
 - before CUDA is initialised, `cuptiActivityEnableDriverApi/RuntimeApi(cbid, 1)` for each launch
   cbid suffices (the whole RUNTIME+DRIVER kinds would cost ≈25 records per launch pair);
-- after it, those per-API calls are silently ignored [measured], so the whole DRIVER and RUNTIME
-  kinds are enabled and every other cbid (≈1300 calls, ≈1 ms) is switched off again.
+- after it, those per-API calls are silently ignored (also after toggling the kinds or enabling
+  callbacks for the cbids: 0 records, measured), so the whole DRIVER and RUNTIME kinds are enabled
+  and every other cbid is switched off again (≈1300 calls, 1.3-2.1 ms measured).
+
+Measured on the H200 after CUDA init, per step of 1 Triton + 2 torch launches (≈39 µs bare; states
+alternated in one process, median of 5): kernel records +3.5 µs, external-correlation records
++1.9, the DRIVER kind (masked) +2.5, the RUNTIME kind (masked) +1.2, the push/pop pair +0.7.
 
 Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
 complete, on CUPTI's buffer thread, and at every flush: never per launch.
@@ -23,6 +28,8 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
@@ -52,9 +59,9 @@ class _Shared:
     ctypes callback objects live here for the life of the process (freeing one CUPTI may still call
     would crash it) and dispatch to the backend that is running, if any."""
 
-    backend: "CuptiBackend | None" = None
-    buffers: dict[int, np.ndarray] = {}  # address -> array lent to CUPTI
-    pool: list[np.ndarray] = []
+    backend: ClassVar[CuptiBackend | None] = None
+    buffers: ClassVar[dict[int, np.ndarray]] = {}  # address -> array lent to CUPTI
+    pool: ClassVar[list[np.ndarray]] = []
     lock = threading.Lock()
 
 
@@ -105,12 +112,14 @@ _C_COMPLETED = BufferCompletedFunc(_buffer_completed)
 _C_CALLBACK = CallbackFunc(_resource_callback)
 
 
-def _current_path_function():
-    try:
-        from ...runtime import current_path
-    except ImportError:  # the runtime is not there (unit tests of the backend alone)
-        return lambda: 0
-    return current_path
+def _current_path_of(sink) -> Callable[[], int]:
+    """The calling thread's current path id, from the sink (the runtime): its `current_path` if it
+    has one, else its runtime's shadow stacks. Duck-typed: `collect` may not import the runtime."""
+    fn = getattr(sink, "current_path", None)
+    if fn is None:
+        shadow = getattr(getattr(sink, "runtime", None), "shadow", None)
+        fn = getattr(shadow, "current", None)
+    return fn if fn is not None else (lambda: 0)
 
 
 class CuptiBackend(Backend):
@@ -131,7 +140,7 @@ class CuptiBackend(Backend):
         self.graph_capture_scopes = False  # whether graph-node callbacks record capture scopes
         self._subscriber: int | None = None
         self._masked: tuple[list[int], list[int]] = ([], [])
-        self._current_path = _current_path_function()
+        self._current_path: Callable[[], int] = lambda: 0
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
@@ -150,6 +159,7 @@ class CuptiBackend(Backend):
             warnings.warn("lepton: torch.profiler keeps CUPTI's callback slot after its session; "
                           "kernels of CUDA graphs are attributed to the scope of their replay only "
                           "(not to the scopes they were captured in)", RuntimeWarning, stacklevel=2)
+        self._current_path = _current_path_of(self.sink)
         try:
             if self._subscriber is not None:
                 self.graph_capture_scopes = True

@@ -45,7 +45,7 @@ class Cupti:
     """The loaded libcupti, with the calls the backend uses. Thread-safe as libcupti is."""
 
     def __init__(self) -> None:
-        self.lib, self.lib_gil, self.path, self.version = load_cupti()
+        self.lib, self.path, self.version = load_cupti()
         lib = self.lib
         proto = {
             "cuptiGetResultString": (c_int, [c_int, POINTER(ctypes.c_char_p)]),
@@ -171,15 +171,16 @@ class Cupti:
         return rec.value - buffer_address - offset
 
     # -- the scope hot path ---------------------------------------------------------------------------
-    def external_id_push_pop(self, kind: int, release_gil: bool = True):
+    def external_id_push_pop(self, kind: int):
         """`(push(path_id), pop())` for external-correlation ids of `kind` on the calling thread.
 
         Bare ctypes function objects under `functools.partial`: no Python frame of ours per call.
+        Measured on the H200: 1.33 µs per pair with no activity enabled, 1.9-2.2 µs with CUPTI's
+        activity kinds on (the cupti-notes' naive ctypes pair: 2.4 µs).
         Errors are not checked (a pop on an empty stack returns CUPTI_ERROR_QUEUE_EMPTY, harmless).
         """
-        lib = self.lib if release_gil else self.lib_gil
-        push = lib.cuptiActivityPushExternalCorrelationId
-        pop = lib.cuptiActivityPopExternalCorrelationId
+        push = self.lib.cuptiActivityPushExternalCorrelationId
+        pop = self.lib.cuptiActivityPopExternalCorrelationId
         push.argtypes, push.restype = [c_uint32, c_uint64], c_int
         pop.argtypes, pop.restype = [c_uint32, c_void_p], c_int
         return functools.partial(push, kind), functools.partial(pop, kind, None)

@@ -7,6 +7,8 @@ records carry realistic values in the other fields (grid and block sizes, regist
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import layout
@@ -115,12 +117,12 @@ def launch_stream(n: int, *, lag: int = 64, ext_ids=None, names=None, t0: int = 
                               np.full(n, api_kind), np.full(n, layout.KIND_CONCURRENT_KERNEL)))
     order = np.argsort(ev_time, kind="stable")
     kinds = ev_kind[order]
-    kernel = dict(start=launch + 10_000, end=launch + 10_000 + duration_ns,
-                  device_id=np.broadcast_to(np.asarray(device_id), (n,)),
-                  stream_id=np.broadcast_to(np.asarray(stream_id), (n,)),
-                  correlation_id=corr, name=names, grid_id=corr)
-    api = dict(start=launch, end=launch + 3_000, correlation_id=corr)
-    ext = dict(external_id=ext_ids[has_ext], correlation_id=corr[has_ext])
+    kernel = {"start": launch + 10_000, "end": launch + 10_000 + duration_ns,
+                  "device_id": np.broadcast_to(np.asarray(device_id), (n,)),
+                  "stream_id": np.broadcast_to(np.asarray(stream_id), (n,)),
+                  "correlation_id": corr, "name": names, "grid_id": corr}
+    api = {"start": launch, "end": launch + 3_000, "correlation_id": corr}
+    ext = {"external_id": ext_ids[has_ext], "correlation_id": corr[has_ext]}
     return kinds, kernel, api, ext, (corr, ext_ids, names)
 
 
@@ -147,6 +149,6 @@ def split(kinds, kernel: dict, api: dict, ext: dict, max_bytes: int) -> list[np.
         return {f: np.asarray(v)[a:b] for f, v in d.items()}
 
     out = []
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in itertools.pairwise(cuts):
         out.append(pack(kinds[lo:hi], part(kernel, ck, lo, hi), part(api, ca, lo, hi), part(ext, ce, lo, hi)))
     return out
