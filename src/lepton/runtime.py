@@ -84,11 +84,16 @@ class Runtime:
         self.poppers = tuple(b.pop_path for b in started if b.pop_path is not None)
         self.push = _combine(self.pushers)
         self.pop = _combine(self.poppers)
+        for b in started:
+            b.set_python_context(any(s.backend is b for s in self.python_sessions), self._caller_path)
         # Anything that needs more than the plain enter/exit takes the slow path.
         self.slow = bool(self.tracing or self.python_sessions)
         self.live = bool(live)
 
     refresh = _refresh
+
+    def _caller_path(self) -> int:
+        return python_path(self.paths)
 
     def session(self, sid: int) -> Session:
         s = self.sessions.get(sid)

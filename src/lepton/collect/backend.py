@@ -74,6 +74,11 @@ class Backend:
         """The device's properties, or None if unknown."""
         return None
 
+    def set_python_context(self, on: bool, path_of_caller: Callable[[], int]) -> None:
+        """Sessions with `context="python"` started (on) or ended (off). A backend that can see
+        each launch on its thread attributes kernels to `path_of_caller()` (the launching Python
+        stack's path) while on; the default sees no launches and does nothing."""
+
     def on_thread_stack_inherited(self, path_id: int) -> None:
         """A new thread starts with an inherited (non-empty) scope stack whose top is `path_id`.
         Backends that tag launches push it for that thread; the default does `push_path`."""

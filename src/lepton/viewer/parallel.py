@@ -52,8 +52,8 @@ def load_split(data: bytes, source: str, min_bytes: int = MIN_SPLIT_BYTES) -> Tr
     finally:
         pipe.close()  # a child still writing gets EPIPE and exits
         os.waitpid(pid, 0)
-    tail = pickle.loads(payload) if payload else None
-    if head is None or not isinstance(tail, Tree):
+    tail = _unpack(pickle.loads(payload)) if payload else None
+    if head is None or tail is None:
         return None
     return _join(head, tail)
 
@@ -67,7 +67,8 @@ def _split(data: bytes) -> tuple[bytes, bytes] | None:
     cut = data.find(_ROOT_CHILD_START, (head.end() + end) // 2, end)
     if cut < 0 or data[cut - 1:cut] != b",":
         return None
-    return data[:cut - 1] + data[end:], b"[" + data[cut:end] + b"]"
+    view = memoryview(data)  # one copy per half, not a slice and then a concatenation
+    return b"".join((view[:cut - 1], view[end:])), b"".join((b"[", view[cut:end], b"]"))
 
 
 def _child(children_json: bytes, write_fd: int) -> None:
@@ -78,9 +79,49 @@ def _child(children_json: bytes, write_fd: int) -> None:
         tree = None
     try:
         with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL))
+            pipe.write(pickle.dumps(_pack(tree), protocol=pickle.HIGHEST_PROTOCOL))
     finally:
         os._exit(0)  # no atexit handlers, no flushing of the parent's buffered output
+
+
+_SEPARATOR = "\0"
+
+
+def _pack(tree: Tree | None):
+    """The tree in a form that pickles 3x faster: names joined into one string, text columns as
+    codes into their few distinct values (100,000 "CUDA" strings are 100,000 objects to pickle)."""
+    if tree is None:
+        return None
+    names = _SEPARATOR.join(tree.names)
+    if names.count(_SEPARATOR) != max(len(tree) - 1, 0):
+        return tree  # a name with a NUL in it: send the tree as it is
+    texts = {}
+    for key, values in tree.texts.items():
+        try:
+            categories, codes = np.unique(values.astype(str), return_inverse=True)
+        except (TypeError, ValueError):
+            texts[key] = values
+            continue
+        texts[key] = (categories.tolist(), codes, np.equal(values, None))
+    return (names, _SEPARATOR.join(tree.frame_types), tree.parent, tree.depth, tree.numbers, texts, tree.key_order)
+
+
+def _unpack(payload) -> Tree | None:
+    if payload is None or isinstance(payload, Tree):
+        return payload
+    names, frame_types, parent, depth, numbers, packed_texts, key_order = payload
+    texts = {}
+    for key, packed in packed_texts.items():
+        if isinstance(packed, tuple):
+            categories, codes, missing = packed
+            values = np.array(categories, dtype=object)[codes]
+            values[missing] = None
+            texts[key] = values
+        else:
+            texts[key] = packed
+    return Tree(parent=parent, depth=depth, names=names.split(_SEPARATOR) if names else [],
+                frame_types=frame_types.split(_SEPARATOR) if frame_types else [], numbers=numbers,
+                texts=texts, key_order=key_order, in_preorder=True)
 
 
 def _join(head: Tree, tail: Tree) -> Tree | None:

@@ -101,10 +101,16 @@ def _recycle(buffers: list[tuple[np.ndarray, int]]) -> None:
 
 
 def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> None:
-    """Graph node created (on the capturing thread) or cloned (at instantiation)."""
+    """Graph node created (on the capturing thread) or cloned (at instantiation); with the python
+    context, a launch API entered (on the launching thread)."""
     backend = _Shared.backend
-    if backend is not None and domain == layout.CB_DOMAIN_RESOURCE:
+    if backend is None:
+        return
+    if domain == layout.CB_DOMAIN_RESOURCE:
         backend._graph_callback(cbid, cbdata)
+    elif ctypes.c_uint32.from_address(cbdata + layout.CALLBACK_SITE_OFFSET).value == 0:  # API_ENTER
+        corr = ctypes.c_uint32.from_address(cbdata + layout.CALLBACK_CORRELATION_ID_OFFSET).value
+        backend.collector.launch_paths[corr] = backend._python_path()
 
 
 _C_REQUESTED = BufferRequestedFunc(_buffer_requested)
@@ -141,6 +147,8 @@ class CuptiBackend(Backend):
         self._subscriber: int | None = None
         self._masked: tuple[list[int], list[int]] = ([], [])
         self._current_path: Callable[[], int] = lambda: 0
+        self._python_path: Callable[[], int] = lambda: 0
+        self.python_context = False
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
@@ -297,6 +305,21 @@ class CuptiBackend(Backend):
         elif cbid == layout.CBID_RESOURCE_GRAPHNODE_CLONED:
             original = ctypes.c_void_p.from_address(graph_data + layout.GraphData.original_node).value
             GRAPH_NODES.cloned(self.cupti.graph_node_id(original), self.cupti.graph_node_id(node))
+
+    # -- python context -------------------------------------------------------------------------------
+    def set_python_context(self, on: bool, path_of_caller: Callable[[], int]) -> None:
+        """With a python-context session, every launch API call records the Python stack it was
+        made from (a Python callback per launch, as Proton unwinds the stack per launch); the
+        kernel lands there instead of under the pushed scope. Both the runtime and the driver
+        launch calls are watched: a kernel carries the correlation id of whichever launched it."""
+        if on == self.python_context or self._subscriber is None:
+            return
+        self._python_path = path_of_caller
+        for domain, cbids in ((layout.CB_DOMAIN_DRIVER_API, layout.DRIVER_LAUNCH_CBIDS),
+                              (layout.CB_DOMAIN_RUNTIME_API, layout.RUNTIME_LAUNCH_CBIDS)):
+            for cbid in cbids:
+                self.cupti.enable_callback(on, self._subscriber, domain, cbid)
+        self.python_context = on
 
     # -- devices ----------------------------------------------------------------------------------------
     def device_info(self, device_id: int) -> DeviceInfo | None:

@@ -55,6 +55,9 @@ class Collector:
         self.kernels_delivered = 0
         self.invalid_kernels = 0
         self._held: parser.Records | None = None
+        # Python context: correlation id -> path of the Python stack that made the launch call,
+        # written by the launch callback on the launching thread (a dict store is atomic).
+        self.launch_paths: dict[int, int] = {}
         self._names: dict[int, str] = {}
         self._mask = (1 << table_bits) - 1
         # Zero means empty, so the tables cost no memory until touched (np.zeros maps lazily):
@@ -189,6 +192,10 @@ class Collector:
         if not len(corr):
             return None
         parent = np.where(hit, self._ext[slot], 0)
+        if self.launch_paths:
+            take = self.launch_paths.pop
+            by_stack = np.fromiter((take(c, -1) for c in corr.tolist()), np.int64, len(corr))
+            parent = np.where(by_stack >= 0, by_stack, parent)
         in_graph = rec.k_graph_node != 0
         if in_graph.any():
             capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])

@@ -91,7 +91,12 @@ class ExtCorr:  # CUpti_ActivityExternalCorrelation
 EXT_KIND_CUSTOM2 = 5
 
 # -- callback API (cupti_callbacks.h) --------------------------------------------------------------
+CB_DOMAIN_DRIVER_API = 1
+CB_DOMAIN_RUNTIME_API = 2
 CB_DOMAIN_RESOURCE = 3
+# CUpti_CallbackData (cupti_callbacks.h, offsetof with gcc on the 13.0.85 header)
+CALLBACK_SITE_OFFSET = 0  # CUpti_ApiCallbackSite: 0 = API_ENTER
+CALLBACK_CORRELATION_ID_OFFSET = 64  # uint32_t correlationId
 CBID_RESOURCE_GRAPHNODE_CREATED = 13
 CBID_RESOURCE_GRAPHNODE_CLONED = 20
 
