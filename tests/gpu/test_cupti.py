@@ -254,9 +254,9 @@ def test_finalize_waits_for_kernels_still_running_and_counts_them_all(tmp_path):
         torch.cuda.synchronize()
         proton.start("prof")
         with proton.scope("busy"):
-            # ≈0.5 s of GPU spinning at 1.98 GHz, then 2000 launches queued behind it (launching
+            # ≈2 s of GPU spinning at 1.98 GHz, then 2000 launches queued behind it (launching
             # them took ≈0.15 s under profiling in a run with a 0.2 s sleep)
-            torch.cuda._sleep(1_000_000_000)
+            torch.cuda._sleep(4_000_000_000)
             for _ in range(2000):
                 add(x, y, z)
         busy = not torch.cuda.current_stream().query()

@@ -97,12 +97,12 @@ def _pack(tree: Tree | None):
         return tree  # a name with a NUL in it: send the tree as it is
     texts = {}
     for key, values in tree.texts.items():
-        try:
-            categories, codes = np.unique(values.astype(str), return_inverse=True)
-        except (TypeError, ValueError):
+        if not set(map(type, values)) <= {str, type(None)}:  # vectors and the like go as they are
             texts[key] = values
             continue
-        texts[key] = (categories.tolist(), codes, np.equal(values, None))
+        missing = np.equal(values, None)
+        categories, codes = np.unique(np.where(missing, "", values).astype(str), return_inverse=True)
+        texts[key] = (categories.tolist(), codes, missing)
     return (names, _SEPARATOR.join(tree.frame_types), tree.parent, tree.depth, tree.numbers, texts, tree.key_order)
 
 

@@ -108,11 +108,12 @@ def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> No
         return
     if domain == layout.CB_DOMAIN_RESOURCE:
         backend._graph_callback(cbid, cbdata)
-    elif ctypes.c_uint32.from_address(cbdata + layout.CALLBACK_SITE_OFFSET).value == 0:  # API_ENTER
-        corr = ctypes.c_uint32.from_address(cbdata + layout.CALLBACK_CORRELATION_ID_OFFSET).value
-        backend.collector.launch_paths[corr] = backend._python_path()
+    elif _u32(cbdata + layout.CALLBACK_SITE_OFFSET).value == 0:  # API_ENTER (EXIT fires too)
+        backend.collector.launch_paths[_u32(cbdata + layout.CALLBACK_CORRELATION_ID_OFFSET).value] = \
+            backend._python_path()
 
 
+_u32 = ctypes.c_uint32.from_address
 _C_REQUESTED = BufferRequestedFunc(_buffer_requested)
 _C_COMPLETED = BufferCompletedFunc(_buffer_completed)
 _C_CALLBACK = CallbackFunc(_resource_callback)
@@ -310,12 +311,15 @@ class CuptiBackend(Backend):
     def set_python_context(self, on: bool, path_of_caller: Callable[[], int]) -> None:
         """With a python-context session, every launch API call records the Python stack it was
         made from (a Python callback per launch, as Proton unwinds the stack per launch); the
-        kernel lands there instead of under the pushed scope. Both the runtime and the driver
-        launch calls are watched: a kernel carries the correlation id of whichever launched it."""
+        kernel lands there instead of under the pushed scope. A kernel carries the correlation id
+        of the API call that launched it: the runtime's for torch and other runtime users, the
+        driver's `cuLaunchKernelEx` for Triton. The driver's `cuLaunchKernel` is not watched: the
+        runtime calls it inside every `cudaLaunchKernel`, and each watched call costs two Python
+        callbacks (enter and exit, ≈5 µs each through ctypes)."""
         if on == self.python_context or self._subscriber is None:
             return
         self._python_path = path_of_caller
-        for domain, cbids in ((layout.CB_DOMAIN_DRIVER_API, layout.DRIVER_LAUNCH_CBIDS),
+        for domain, cbids in ((layout.CB_DOMAIN_DRIVER_API, layout.DRIVER_DIRECT_LAUNCH_CBIDS),
                               (layout.CB_DOMAIN_RUNTIME_API, layout.RUNTIME_LAUNCH_CBIDS)):
             for cbid in cbids:
                 self.cupti.enable_callback(on, self._subscriber, domain, cbid)

@@ -156,5 +156,7 @@ RUNTIME_LAUNCH_CBIDS = (
     311,  # cudaGraphLaunch_v10000
     312,  # cudaGraphLaunch_ptsz_v10000
 )
+# Driver launch calls made directly by Python-level launchers (Triton), not through the runtime.
+DRIVER_DIRECT_LAUNCH_CBIDS = (652, 653, 514, 515)  # cuLaunchKernelEx(_ptsz), cuGraphLaunch(_ptsz)
 DRIVER_CBID_COUNT = 807  # CUPTI_DRIVER_TRACE_CBID_SIZE
 RUNTIME_CBID_COUNT = 523  # CUPTI_RUNTIME_TRACE_CBID_SIZE

@@ -1,0 +1,92 @@
+"""viewer.parallel: a big pretty-printed profile loads on two processes into the very same Tree."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lepton.viewer.load import ProfileError, load_bytes
+from lepton.viewer.parallel import load_split
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs os.fork")
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+
+
+def pretty(document) -> bytes:
+    """As Proton's writer and ours print a profile."""
+    return ("\n" + json.dumps(document, indent=4, sort_keys=True) + "\n").encode()
+
+
+def node(name, metrics=None, children=()):
+    return {"children": list(children), "frame": {"name": name, "type": "function"}, "metrics": dict(metrics or {})}
+
+
+def kernel(name, i):
+    return node(name, {"count": 1, "device_id": "0", "device_type": "CUDA", "time (ns)": 100 + i,
+                       "vec": [i, i + 1]} if i % 7 == 0 else {"count": 1, "device_id": str(i % 2),
+                                                               "device_type": "CUDA", "time (ns)": 100 + i})
+
+
+def profile(scopes: int) -> list:
+    children = [node(f"scope_{s:03d}", {"bytes": s} if s % 3 else {}, [kernel(f"k{j}", s * 10 + j) for j in range(4)])
+                for s in range(scopes)]
+    return [node("ROOT", {"count": 0, "time (ns)": 0}, children), {"CUDA": {"0": {"arch": "90"}}}]
+
+
+def assert_same_tree(a, b):
+    assert a.names == b.names and a.frame_types == b.frame_types
+    np.testing.assert_array_equal(a.parent, b.parent)
+    np.testing.assert_array_equal(a.depth, b.depth)
+    assert a.key_order == b.key_order and a.root_keys == b.root_keys and a.devices == b.devices
+    assert set(a.numbers) == set(b.numbers) and set(a.texts) == set(b.texts)
+    for key in a.numbers:
+        np.testing.assert_array_equal(a.numbers[key], b.numbers[key])
+    for key in a.texts:
+        assert a.texts[key].tolist() == b.texts[key].tolist()
+
+
+def test_a_split_load_gives_the_same_tree_as_a_serial_one():
+    data = pretty(profile(50))
+    tree = load_split(data, "p.hatchet", min_bytes=0)
+    assert tree is not None
+    tree.self_check()
+    assert_same_tree(tree, load_bytes(data, "p.hatchet"))
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.hatchet")), ids=lambda p: p.name)
+def test_proton_files_load_split_or_fall_back_but_never_differ(path):
+    data = path.read_bytes()
+    tree = load_split(data, path.name, min_bytes=0)
+    if tree is not None:
+        assert_same_tree(tree, load_bytes(data, path.name))
+
+
+def test_the_threads_fixture_is_actually_split():
+    data = (FIXTURES / "threads.hatchet").read_bytes()
+    assert load_split(data, "threads.hatchet", min_bytes=0) is not None
+
+
+def test_small_files_and_compact_json_are_left_to_the_serial_load():
+    document = profile(50)
+    assert load_split(pretty(document), "p.hatchet") is None  # below MIN_SPLIT_BYTES
+    assert load_split(json.dumps(document).encode(), "p.hatchet", min_bytes=0) is None
+
+
+def test_when_root_survives_only_through_the_second_half_the_serial_load_decides():
+    """ROOT's first-half children are all empty scopes, pruned; ROOT lives on its second half."""
+    children = [node(f"a{i:02d}" + "x" * 300) for i in range(20)] + [kernel(f"z{i:02d}", i) for i in range(3)]
+    data = pretty([node("ROOT", {"count": 0, "time (ns)": 0}, children), {}])
+    assert load_split(data, "p.hatchet", min_bytes=0) is None
+    assert load_bytes(data, "p.hatchet").names[0] == "ROOT"
+
+
+def test_a_broken_second_half_falls_back_to_the_serial_error():
+    data = pretty(profile(20)).replace(b'"name": "scope_015"', b'"nam": "scope_015"')
+    assert load_split(data, "p.hatchet", min_bytes=0) is None
+    with pytest.raises(ProfileError, match="a frame has no name"):
+        load_bytes(data, "p.hatchet")
