@@ -105,7 +105,7 @@ def test_python_context_puts_triton_and_torch_kernels_under_the_launching_lines(
         result()
     """)
     flat, _ = tree(tmp_path / "prof.hatchet")
-    frame = re.compile(r".+:\\d+@.+")
+    frame = re.compile(r".+:\d+@.+")
     kernels = {k: m for k, m in flat.items() if "count" in m}
     assert sum(m["count"] for m in kernels.values()) == 2
     for path in kernels:

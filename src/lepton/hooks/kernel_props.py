@@ -57,14 +57,21 @@ def take_current_kernel():
 
 
 def _occupancy(function: int, threads: int, shared_bytes: int) -> int | None:
+    """Resident blocks per SM for `threads` threads and `shared_bytes` of dynamic shared memory,
+    from the driver's occupancy calculator; None where it cannot be asked."""
     global _libcuda
     try:
         if _libcuda is None:
-            _libcuda = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+            from ..collect.cupti.library import load_libcuda  # the process's one libcuda
+
+            lib = load_libcuda()
+            fn = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor
+            fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+            fn.restype = ctypes.c_int
+            _libcuda = fn
         blocks = ctypes.c_int(0)
-        rc = _libcuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            ctypes.byref(blocks), ctypes.c_void_p(function), ctypes.c_int(threads), ctypes.c_size_t(shared_bytes))
-    except (OSError, AttributeError):
+        rc = _libcuda(ctypes.byref(blocks), function, threads, shared_bytes)
+    except Exception:  # noqa: BLE001  (a property: never fatal to a launch)
         return None
     return blocks.value if rc == 0 else None
 

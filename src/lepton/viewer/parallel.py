@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import re
+import sys
 
 import numpy as np
 
@@ -30,7 +31,8 @@ _ROOT_CHILDREN_END = b'\n        ],\n        "frame": {'
 
 def load_split(data: bytes, source: str, min_bytes: int = MIN_SPLIT_BYTES) -> Tree | None:
     """The file's Tree, loaded on two processes; None if that cannot be done for this file here."""
-    if len(data) < min_bytes or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+    # Linux only: macOS's system libraries are not fork-safe, Windows has no fork.
+    if len(data) < min_bytes or not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2:
         return None
     halves = _split(data)
     if halves is None:

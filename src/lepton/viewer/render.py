@@ -53,28 +53,26 @@ def display_names(tree: Tree, options: RenderOptions) -> list[str]:
     return list(map(shown.__getitem__, tree.names))
 
 
-def preorder(tree: Tree, max_depth: int) -> list[tuple[int, str]]:
-    """(node, the tree-drawing prefix of its line), in display order, without the nodes at depth
-    `max_depth` and below."""
+def preorder(tree: Tree, max_depth: int) -> tuple[list[int], list[str]]:
+    """The nodes in display order without those at depth `max_depth` and below, and each shown
+    node's tree-drawing prefix ("│  ├─ "), indexed by node."""
     order, is_last = _display_order(tree)
     parent, depth = tree.parent.tolist(), tree.depth.tolist()
-    child_indent = [""] * len(tree)
-    result = []
+    prefix = [""] * len(tree)
+    indent = [""] * len(tree)  # what the prefixes of a node's children start with
+    shown = []
     for node in order:
         if depth[node] >= max_depth:
             continue
+        shown.append(node)
         up = parent[node]
-        if up < 0:
-            result.append((node, ""))
-            continue
-        base = child_indent[up]
-        if is_last[node]:
-            result.append((node, base + LAST))
-            child_indent[node] = base + SPACE
-        else:
-            result.append((node, base + BRANCH))
-            child_indent[node] = base + PIPE
-    return result
+        if up >= 0:
+            base = indent[up]
+            if is_last[node]:
+                prefix[node], indent[node] = base + LAST, base + SPACE
+            else:
+                prefix[node], indent[node] = base + BRANCH, base + PIPE
+    return shown, prefix
 
 
 def _display_order(tree: Tree) -> tuple[list[int], list[bool]]:
@@ -132,16 +130,16 @@ def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
         painter = _Painter(columns[0].values)
         first = [painter.paint(v, text) for v, text in zip(columns[0].values.tolist(), numbers[0])]
         shown = [" ".join(parts) for parts in zip(first, *([FAINT + t + RESET for t in c] for c in numbers[1:]))]
-    lines = preorder(tree, options.depth)
+    order, prefixes = preorder(tree, options.depth)
     if options.width is not None or side is not None:
         names = list(names)
-        for node, indent in lines:
+        for node in order:
             if options.width is not None:
-                room = options.width - len(indent) - len(plain[node]) - 1
+                room = options.width - len(prefixes[node]) - len(plain[node]) - 1
                 names[node] = shorten(names[node], max(room, MIN_NAME_WIDTH))
             if side is not None:
                 names[node] += _marker(side, node, options.color)
-    return "".join([f"{indent}{shown[node]} {names[node]}\n" for node, indent in lines]) + "\n"
+    return "".join([f"{prefixes[node]}{shown[node]} {names[node]}\n" for node in order]) + "\n"
 
 
 def _marker(side: np.ndarray | None, node: int, color: bool) -> str:
@@ -195,7 +193,7 @@ def csv_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["id", "parent_id", "depth", "name"] + [c.label for c in columns]
                     + (["only_in"] if side is not None else []))
-    for node, _ in preorder(tree, options.depth):
+    for node in preorder(tree, options.depth)[0]:
         parent = int(tree.parent[node])
         row = [node, "" if parent < 0 else parent, int(tree.depth[node]), names[node]]
         row += ["" if math.isnan(v) else _number_text(v) for v in (c.values[node] for c in columns)]
@@ -210,7 +208,7 @@ def json_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
     NaN is null. Flat, so that deep trees need no recursion to read."""
     names = display_names(tree, options)
     nodes = []
-    for node, _ in preorder(tree, options.depth):
+    for node in preorder(tree, options.depth)[0]:
         parent = int(tree.parent[node])
         entry = {"id": node, "parent": None if parent < 0 else parent, "depth": int(tree.depth[node]),
                  "name": names[node],
