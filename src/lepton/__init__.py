@@ -1,19 +1,37 @@
 """Lepton: a pure-Python, low-overhead GPU kernel profiler with Triton Proton's API.
 
-`import lepton as proton` runs a `triton.profiler` script unchanged.
+`import lepton as proton` runs a `triton.profiler` script unchanged. The profiling API is loaded on
+first use (PEP 562), so that `lepton-view` and `lepton.msgpack` import nothing that profiles.
 """
-from . import context, data, hooks, mode
-from .api import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
-from .errors import BackendError, LeptonError, MetricTypeError, SessionNotFound, UsageError
-from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
-from .state import enter_state, exit_state, metadata_state, state
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "start", "activate", "deactivate", "finalize", "profile", "DEFAULT_PROFILE_NAME",
-    "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
-    "state", "enter_state", "exit_state", "metadata_state",
-    "context", "data", "hooks", "mode",
-    "LeptonError", "UsageError", "SessionNotFound", "MetricTypeError", "BackendError",
-]
+_EXPORTS = {
+    "start": "api", "activate": "api", "deactivate": "api", "finalize": "api", "profile": "api",
+    "DEFAULT_PROFILE_NAME": "api",
+    "scope": "scopes", "cpu_timed_scope": "scopes", "enter_scope": "scopes", "exit_scope": "scopes",
+    "state": "states", "enter_state": "states", "exit_state": "states", "metadata_state": "states",
+    "LeptonError": "errors", "UsageError": "errors", "SessionNotFound": "errors",
+    "MetricTypeError": "errors", "BackendError": "errors",
+}
+_SUBMODULES = ("context", "data", "hooks", "mode")
+
+__all__ = [*_EXPORTS, *_SUBMODULES]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'lepton' has no attribute {name!r}")
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -19,7 +19,7 @@ from typing import Optional
 
 from ..model.metrics import to_python_value
 from ..runtime import RUNTIME
-from ..state import COMPUTE_METADATA_SCOPE_NAME
+from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
