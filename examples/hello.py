@@ -13,7 +13,7 @@ with proton.cpu_timed_scope("setup", {"bytes": 4096}):
     x = torch.randn(1 << 20, device="cuda") if has_gpu else None
     time.sleep(0.01)
 for step in range(3):
-    with proton.scope("step"):
+    with proton.cpu_timed_scope("step"):
         if has_gpu:
             y = x * 2 + 1
         else:
