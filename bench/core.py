@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-import lepton  # noqa: E402
-from lepton.collect.fake import FakeBackend  # noqa: E402
-from lepton.model.records import KernelBatch  # noqa: E402
-from lepton.runtime import RUNTIME  # noqa: E402
+import lepton
+from lepton.collect.fake import FakeBackend
+from lepton.model.records import KernelBatch
+from lepton.runtime import RUNTIME
 
 
 def scope_us(pairs: int = 100_000, rounds: int = 20) -> float:

@@ -15,7 +15,7 @@ def nvidia_gpu_visible() -> bool:
     if smi is None:
         return False
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0 and "GPU" in out.stdout

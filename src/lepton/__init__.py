@@ -19,7 +19,13 @@ _EXPORTS = {
 }
 _SUBMODULES = ("context", "data", "hooks", "mode")
 
-__all__ = [*_EXPORTS, *_SUBMODULES]
+__all__ = [  # noqa: RUF022  (grouped as _EXPORTS, not sorted)
+    "start", "activate", "deactivate", "finalize", "profile", "DEFAULT_PROFILE_NAME",
+    "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
+    "state", "enter_state", "exit_state", "metadata_state",
+    "LeptonError", "UsageError", "SessionNotFound", "MetricTypeError", "BackendError",
+    "context", "data", "hooks", "mode",
+]
 
 
 def __getattr__(name: str):

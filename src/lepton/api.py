@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from typing import Optional, Union
 
 from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
-from .hooks import nvtx
 from .collect.backend import backend_factory
 from .errors import UsageError
+from .hooks import nvtx
 from .runtime import RUNTIME
 
 DEFAULT_PROFILE_NAME = "proton"
@@ -65,8 +64,8 @@ def _install_hook(hook, sid: int) -> None:
     register(sid)
 
 
-def start(name: Optional[str] = None, *, context: Optional[str] = "shadow", data: Optional[str] = "tree",
-          backend: Optional[str] = None, mode=None, hook=None) -> Optional[int]:
+def start(name: str | None = None, *, context: str | None = "shadow", data: str | None = "tree",
+          backend: str | None = None, mode=None, hook=None) -> int | None:
     """Starts a profiling session writing to `name` (default "proton") and returns its id.
 
     A `start` on a path that already has a session re-activates that session. Under the `lepton`
@@ -99,18 +98,18 @@ def start(name: Optional[str] = None, *, context: Optional[str] = "shadow", data
     return sid
 
 
-def activate(session: Optional[int] = None) -> None:
+def activate(session: int | None = None) -> None:
     """Re-activates one session (or all): kernels and scopes are recorded again."""
     RUNTIME.activate(session)
 
 
-def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
+def deactivate(session: int | None = None, flushing: bool = False) -> None:
     """Pauses one session (or all); its data stays in memory. `flushing=True` first waits for the
     kernels launched so far and marks the finished phases complete."""
     RUNTIME.deactivate(session, flushing)
 
 
-def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> list[str]:
+def finalize(session: int | None = None, output_format: str | None = "") -> list[str]:
     """Waits for running kernels, writes the profile(s) and ends the session (or all sessions);
     returns the files written. Under the `lepton` CLI, the CLI's own session keeps running until the
     script ends, whether `finalize()` names it or not."""
@@ -123,7 +122,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     return written
 
 
-def _unregister_hooks(session: Optional[int]) -> None:
+def _unregister_hooks(session: int | None) -> None:
     targets = list(RUNTIME.sessions.values()) if session is None else \
         [RUNTIME.sessions[session]] if session in RUNTIME.sessions else []
     for s in targets:
@@ -135,8 +134,8 @@ def _unregister_hooks(session: Optional[int]) -> None:
             s.hook.unregister(s.id)
 
 
-def profile(func=None, *, name: Optional[str] = None, context: Optional[str] = "shadow",
-            data: Optional[str] = "tree", backend: Optional[str] = None, mode=None, hook=None):
+def profile(func=None, *, name: str | None = None, context: str | None = "shadow",
+            data: str | None = "tree", backend: str | None = None, mode=None, hook=None):
     """Decorator: starts a session around each call of `func` and deactivates it afterwards (as in
     Proton, it does not finalize: call `finalize()` to write the file)."""
     if func is None:

@@ -1,13 +1,11 @@
 """`lepton.context.depth`, as `triton.profiler.context`."""
 from __future__ import annotations
 
-from typing import Optional
-
 from .collect.contexts import python_path
 from .runtime import RUNTIME
 
 
-def depth(session: Optional[int] = 0) -> Optional[int]:
+def depth(session: int | None = 0) -> int | None:
     """The calling thread's scope depth (shadow context) or Python stack depth (python context);
     None when nothing is profiling."""
     if not RUNTIME.live:

@@ -1,8 +1,6 @@
 """In-memory export and phases, as `triton.profiler.data`."""
 from __future__ import annotations
 
-from typing import Optional
-
 from .errors import UsageError
 from .model.tree import TreeData
 from .runtime import RUNTIME
@@ -18,7 +16,7 @@ def _tree_profile(session: int, phase: int):
     return RUNTIME.profile_of(s, phase)
 
 
-def get(session: Optional[int] = 0, phase: int = 0):
+def get(session: int | None = 0, phase: int = 0):
     """The profile of one phase as the hatchet structure `[tree, device_info]` (not synchronised
     with the device: call `deactivate(session, flushing=True)` first for complete data)."""
     if session is None:
@@ -26,13 +24,13 @@ def get(session: Optional[int] = 0, phase: int = 0):
     return hatchet.to_literal(_tree_profile(session, phase))
 
 
-def get_msgpack(session: Optional[int] = 0, phase: int = 0) -> Optional[bytes]:
+def get_msgpack(session: int | None = 0, phase: int = 0) -> bytes | None:
     if session is None:
         return None
     return hatchet_msgpack.render(_tree_profile(session, phase))
 
 
-def advance_phase(session: Optional[int] = 0) -> Optional[int]:
+def advance_phase(session: int | None = 0) -> int | None:
     """Starts a new phase; kernels launched from now on go into it. Returns its number."""
     if session is None:
         return None
@@ -41,13 +39,13 @@ def advance_phase(session: Optional[int] = 0) -> Optional[int]:
     return phase
 
 
-def is_phase_complete(session: Optional[int] = 0, phase: int = 0) -> bool:
+def is_phase_complete(session: int | None = 0, phase: int = 0) -> bool:
     """True once every kernel of `phase` has been delivered (after a flush that ended it)."""
     s = RUNTIME.session(session)
     return s.complete_up_to >= phase
 
 
-def clear(session: Optional[int] = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
+def clear(session: int | None = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
     """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
     RUNTIME.session(session).clear(phase, clear_up_to_phase)
     RUNTIME.refresh()

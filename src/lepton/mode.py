@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import List, Union
 
 
 class MetricType(Enum):
@@ -82,14 +81,14 @@ def _enum(table: dict, value, what: str):
 class InstrumentationMode(BaseMode):
     """Intra-kernel instrumentation options (strings are mapped to enums)."""
 
-    metric_type: Union[str, MetricType] = MetricType.CYCLE
-    sampling_strategy: Union[str, SamplingStrategy] = SamplingStrategy.NONE
+    metric_type: str | MetricType = MetricType.CYCLE
+    sampling_strategy: str | SamplingStrategy = SamplingStrategy.NONE
     sampling_options: str = ""
-    granularity: Union[str, Granularity] = Granularity.WARP
-    buffer_strategy: Union[str, BufferStrategy] = BufferStrategy.CIRCULAR
-    buffer_type: Union[str, BufferType] = BufferType.SHARED
+    granularity: str | Granularity = Granularity.WARP
+    buffer_strategy: str | BufferStrategy = BufferStrategy.CIRCULAR
+    buffer_type: str | BufferType = BufferType.SHARED
     buffer_size: int = 0
-    optimizations: Union[str, List[Optimize]] = field(default_factory=list)
+    optimizations: str | list[Optimize] = field(default_factory=list)
 
     def __post_init__(self):
         s = object.__setattr__

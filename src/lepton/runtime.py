@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+from . import writers
 from .collect.backend import Backend, backend_factory, backend_names
 from .collect.contexts import ShadowStacks, python_path
 from .errors import SessionNotFound, UsageError
@@ -21,13 +22,12 @@ from .model.profile import Profile
 from .model.records import KernelBatch
 from .model.trace import ScopeEvent
 from .session import CONTEXTS, DATA_KINDS, Session
-from . import writers
 
 
 class _BackendSink:
     """What one backend sees of the runtime (`KernelSink`): called from the backend's thread."""
 
-    def __init__(self, runtime: "Runtime", backend: Backend) -> None:
+    def __init__(self, runtime: Runtime, backend: Backend) -> None:
         self.runtime = runtime
         self.backend = backend
         self.paths = runtime.paths

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 from .errors import UsageError
 from .model.metrics import CPU_TIME_METRIC
@@ -21,9 +21,9 @@ _path_ids = RUNTIME.paths._ids  # read-only here: a dict read is atomic under th
 class scope:
     """Context manager and decorator: `with scope("name", {"bytes": 1024}): ...`."""
 
-    __slots__ = ("name", "metrics", "_pid", "_t0", "_sid")
+    __slots__ = ("_pid", "_sid", "_t0", "metrics", "name")
 
-    def __init__(self, name: str, metrics: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, name: str, metrics: dict[str, Any] | None = None) -> None:
         self.name = name
         self.metrics = metrics
         self._pid = -1
@@ -118,7 +118,7 @@ class cpu_timed_scope(scope):
 
     __slots__ = ("_cpu_t0",)
 
-    def __init__(self, name: str, metrics: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, name: str, metrics: dict[str, Any] | None = None) -> None:
         if metrics and "cpu_time" in metrics:
             raise ValueError("The metric name 'cpu_time' is reserved.")
         super().__init__(name, metrics)
@@ -142,7 +142,7 @@ def _open_scopes() -> list:
     return s
 
 
-def enter_scope(name: str, *, metrics: Optional[dict] = None) -> Optional[int]:
+def enter_scope(name: str, *, metrics: dict | None = None) -> int | None:
     """Opens a scope without a `with` block; returns its id (None when nothing is profiling)."""
     if not _rt.live:
         return None
@@ -153,7 +153,7 @@ def enter_scope(name: str, *, metrics: Optional[dict] = None) -> Optional[int]:
     return sid
 
 
-def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None) -> Optional[int]:
+def exit_scope(name: str | None = None, *, metrics: dict | None = None) -> int | None:
     """Closes the innermost scope opened by `enter_scope` on this thread. A `name` that does not
     match it is an error; `metrics` are added to the scope before it closes."""
     stack = _open_scopes()

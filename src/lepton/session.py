@@ -15,9 +15,9 @@ import numpy as np
 
 from .errors import UsageError
 from .model.aggregate import sum_by_group
+from .model.metrics import coerce_metric_value, parse_metric_name
 from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch
 from .model.trace import ScopeEvent, TraceData
-from .model.metrics import coerce_metric_value, parse_metric_name
 from .model.tree import TreeData
 
 CONTEXTS = ("shadow", "python")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from test_cupti import kernels_under, run, tree
 
 pytestmark = pytest.mark.gpu

@@ -134,9 +134,8 @@ def test_a_metric_first_float_then_int_is_an_error():
     with proton.scope("test0", {"a": 1.0}):
         pass
     with pytest.raises(ValueError, match=r"Metric value type mismatch for valueId 0 \(a\): "
-                                         r"current=double, new=int64_t"):
-        with proton.scope("test0", {"a": 1}):
-            pass
+                                         r"current=double, new=int64_t"), proton.scope("test0", {"a": 1}):
+        pass
     proton.finalize()
 
 
@@ -151,9 +150,8 @@ def test_property_metrics_are_overwritten():
 
 def test_exclusive_metrics_stay_off_root():
     proton.start("exc", backend="fake")
-    with proton.scope("test0", {"a (exc)": 1}):
-        with proton.scope("test1", {"b (exc)": 1}):
-            pass
+    with proton.scope("test0", {"a (exc)": 1}), proton.scope("test1", {"b (exc)": 1}):
+        pass
     proton.finalize()
     root = load("exc.hatchet")[0]
     assert root["metrics"] == {}
@@ -166,9 +164,8 @@ def test_vector_metrics_sum_elementwise_and_check_length():
     proton.start("vec", backend="fake")
     with proton.scope("test0", {"veci": [1, 2, 3], "vecd": [1.0, 2.0, 3.0]}):
         pass
-    with pytest.raises(ValueError, match="size mismatch"):
-        with proton.scope("test0", {"veci": [1, 2]}):
-            pass
+    with pytest.raises(ValueError, match="size mismatch"), proton.scope("test0", {"veci": [1, 2]}):
+        pass
     proton.finalize()
     m = child(load("vec.hatchet")[0], "test0")["metrics"]
     assert m["veci"] == [1, 2, 3] and m["vecd"] == [1.0, 2.0, 3.0]
@@ -188,10 +185,8 @@ def test_roofline_metrics_are_coerced():
 
 def test_state_is_appended_below_the_scope(fake):
     proton.start("st", backend="fake")
-    with proton.scope("test0"):
-        with proton.state("state"):
-            with proton.scope("test1", {"a": 1.0}):
-                fake().launch("k", 10)
+    with proton.scope("test0"), proton.state("state"), proton.scope("test1", {"a": 1.0}):
+        fake().launch("k", 10)
     proton.finalize()
     test0 = child(load("st.hatchet")[0], "test0")
     state = child(child(test0, "test1"), "state")
@@ -274,9 +269,8 @@ def test_cpu_timed_scope_records_cpu_time_and_reserves_the_name():
     with pytest.raises(ValueError, match="reserved"):
         proton.cpu_timed_scope("x", {"cpu_time": 1})
     proton.start("cpu", backend="fake")
-    with proton.cpu_timed_scope("timed"):
-        with proton.cpu_timed_scope("nested"):
-            pass
+    with proton.cpu_timed_scope("timed"), proton.cpu_timed_scope("nested"):
+        pass
     proton.finalize()
     root = load("cpu.hatchet")[0]
     timed = child(root, "timed")

@@ -42,16 +42,15 @@ def assert_same_shape(ours: str, fixture: str):
 
 def test_scopes_metrics_matches_proton(fake):
     proton.start("scopes_metrics", backend="fake")
-    add = lambda: fake().launch("add_kernel", 864)  # noqa: E731
+    add = lambda: fake().launch("add_kernel", 864)
     with proton.scope("outer", {"bytes": 100, "a (pty)": 2.0}):
         with proton.scope("inner", {"flops16": 1e6}):
             add()
         with proton.cpu_timed_scope("timed"):
             add()
             fake().launch(MUL, 1120)
-    with proton.state("st"):
-        with proton.scope("s1"):
-            add()
+    with proton.state("st"), proton.scope("s1"):
+        add()
     proton.enter_scope("manual")
     add()
     proton.exit_scope("manual", metrics={"m": 3})

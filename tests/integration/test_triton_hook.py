@@ -57,7 +57,7 @@ def names(node):
 def test_launch_metadata_renames_the_kernel_and_adds_its_metrics(knobs, fake):
     proton.start("hooked", backend="fake", hook="triton")
     assert knobs.launch_enter_hook is not None
-    meta = lambda: {"name": "add_4096", "flops32": 4096, "bytes": 12.0 * 4096, "extra": 7, "tag": "x"}  # noqa: E731
+    meta = lambda: {"name": "add_4096", "flops32": 4096, "bytes": 12.0 * 4096, "extra": 7, "tag": "x"}
     with proton.scope("hooked"):
         for _ in range(3):
             launch(knobs, fake(), "add_kernel", meta, 900)

@@ -12,7 +12,8 @@ a backend that needs no attribution sets them to None and the runtime skips the 
 from __future__ import annotations
 
 import threading
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 from ..model.records import DeviceInfo, KernelSink
 

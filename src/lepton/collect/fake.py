@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,7 +25,7 @@ H200 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock
 class FakeBackend(Backend):
     name = "fake"
     modes = ("", "pcsampling")
-    instances: list["FakeBackend"] = []
+    instances: ClassVar[list[FakeBackend]] = []  # newest last: how tests reach the running one
 
     def __init__(self, mode: str = "", devices: dict[int, DeviceInfo] | None = None) -> None:
         super().__init__(mode)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import threading
 from numbers import Number
-from typing import Optional
 
 from ..model.metrics import to_python_value
 from ..runtime import RUNTIME
@@ -34,7 +33,7 @@ class LaunchHook:
     """Process-wide singleton; installed while at least one session uses it."""
 
     priority = 100
-    _instance: Optional["LaunchHook"] = None
+    _instance: LaunchHook | None = None
 
     def __new__(cls):
         if cls._instance is None:
@@ -44,7 +43,7 @@ class LaunchHook:
             cls._instance.configure()
         return cls._instance
 
-    def configure(self, *, include: Optional[str] = None, exclude: Optional[str] = None) -> None:
+    def configure(self, *, include: str | None = None, exclude: str | None = None) -> None:
         """Only kernels whose compiled name matches `include` and not `exclude` (`re.match`, so
         anchored at the start) are hooked; the others never have their metadata evaluated."""
         self._include = re.compile(include) if include else None
@@ -102,7 +101,7 @@ class LaunchHook:
 
 
 def _knobs():
-    import triton.knobs as knobs  # Triton >= 3.3
+    from triton import knobs  # Triton >= 3.3
 
     return knobs.runtime
 

@@ -72,7 +72,7 @@ class Node:
 
     name: str
     pid: int
-    children: dict[str, "Node"] = field(default_factory=dict)
+    children: dict[str, Node] = field(default_factory=dict)
     kernel: KernelStats | None = None
     metrics: dict[str, object] = field(default_factory=dict)
 

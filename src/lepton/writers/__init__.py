@@ -25,7 +25,7 @@ def write_atomic(path: str, payload: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:  # noqa: BLE001  (removes the temporary file, then re-raises)
         try:
             os.unlink(tmp)
         finally:
@@ -35,8 +35,7 @@ def write_atomic(path: str, payload: bytes) -> None:
 def output_path(name: str, fmt: str, phase_suffix: str = "") -> str:
     """`name` + phase suffix + `.fmt`; a name already ending in `.fmt` is not extended twice."""
     ext = "." + fmt
-    if name.endswith(ext):
-        name = name[: -len(ext)]
+    name = name.removesuffix(ext)
     return name + phase_suffix + ext
 
 

@@ -6,6 +6,7 @@ writer appends strings to one list and uses the C string escaper.
 """
 from __future__ import annotations
 
+import math
 from json.encoder import encode_basestring_ascii as _quote
 
 _INDENT = "    "
@@ -13,7 +14,7 @@ _INF = float("inf")
 
 
 def _float(f: float) -> str:
-    if f != f:
+    if math.isnan(f):
         return "NaN"
     if f == _INF:
         return "Infinity"

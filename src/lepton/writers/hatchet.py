@@ -8,8 +8,8 @@ makes proton-viewer treat those metrics as inclusive.
 from __future__ import annotations
 
 from ..model.profile import Profile
-from . import fast_json
 from ..model.tree import Node, TreeData, build_tree
+from . import fast_json
 
 
 def node_literal(node: Node) -> dict:
