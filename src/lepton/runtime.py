@@ -7,6 +7,7 @@ lock-free for paths already seen.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import sys
 import threading
@@ -67,6 +68,7 @@ class Runtime:
         self._ops: dict[tuple[int, str], int] = {}
         self._lock = threading.RLock()
         self._warned: set[str] = set()
+        self._exit_hook = False
 
     # -- registry -----------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -135,6 +137,9 @@ class Runtime:
             backend = self._backend(backend_name.lower(), mode)
             if not self.sessions:
                 self.shadow.set_main_thread()
+            if not self._exit_hook:
+                atexit.register(self.finalize_at_exit)
+                self._exit_hook = True
             sid = self.next_id
             self.next_id += 1
             session = Session(sid, path, context, data, backend, hook)
@@ -209,6 +214,21 @@ class Runtime:
                     self.shadow.reset()
                 self._refresh()
             return written
+
+    def finalize_at_exit(self) -> None:
+        """At interpreter exit, writes the sessions the program never finalized (it raised, or
+        forgot): profile data is not lost silently. One line on stderr says where each went."""
+        if not self.sessions or self.cli_session is not None:
+            return
+        try:
+            written = self.finalize(None, "")
+        except Exception as e:  # noqa: BLE001  (exit must go on; say why nothing was written)
+            print(f"lepton: error: could not write the profile at exit: {e}", file=sys.stderr)
+            return
+        for path in written:
+            if path != "-":
+                print(f"lepton: finalize() was not called; profile written at exit to {path}",
+                      file=sys.stderr)
 
     def discard(self, sid: int) -> None:
         """Ends a session without writing it (a start that failed half-way)."""

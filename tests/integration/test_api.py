@@ -389,3 +389,25 @@ def test_stdout_path_writes_the_profile_to_stdout(capsysbinary):
     proton.finalize()
     out = capsysbinary.readouterr().out
     assert json.loads(out)[0]["frame"]["name"] == "ROOT"
+
+
+def test_a_script_that_crashes_before_finalize_still_leaves_its_profile(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "import lepton\n"
+        "from lepton.collect.fake import FakeBackend\n"
+        "lepton.start('crashed', backend='fake')\n"
+        "with lepton.scope('work'):\n"
+        "    FakeBackend.instances[-1].launch('k', 10)\n"
+        "    raise RuntimeError('boom')\n")
+    src = Path(__file__).resolve().parents[2] / "src"
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                       env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}, check=False)
+    assert p.returncode == 1 and "RuntimeError: boom" in p.stderr
+    assert "profile written at exit" in p.stderr
+    root = load(tmp_path / "crashed.hatchet")[0]
+    assert child(child(root, "work"), "k")["metrics"]["count"] == 1
