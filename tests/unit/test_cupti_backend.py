@@ -328,3 +328,37 @@ def test_buffers_are_zeroed_before_reuse(monkeypatch):
     cupti_backend._recycle([(buf, 40)])
     assert (buf[:40] == 0).all() and (buf[40:] == 7).all()
     assert cupti_backend._Shared.pool == [buf]
+
+
+class _CallbackData(ctypes.Structure):  # CUpti_CallbackData up to correlationId (offsets 0 and 64)
+    _fields_ = [("callback_site", ctypes.c_uint32), ("_pad", ctypes.c_uint32),
+                ("_pointers", ctypes.c_void_p * 5), ("context_uid", ctypes.c_uint32), ("_pad2", ctypes.c_uint32),
+                ("correlation_data", ctypes.c_void_p), ("correlation_id", ctypes.c_uint32)]
+
+
+def test_python_context_puts_kernels_under_the_launching_python_line(fake_cupti):
+    """CUPTI calls the launch callback on the launching thread, at API enter and exit; the kernel
+    with that call's correlation id lands under the Python stack of the caller."""
+    assert ctypes.sizeof(_CallbackData) == 72 and _CallbackData.correlation_id.offset == 64
+    proton.start("py", context="python", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    assert fake_cupti["backend"].python_context
+
+    def launch_from_here():
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        data.callback_site = 1  # API_EXIT: nothing to record
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_1000)
+
+    launch_from_here()
+    proton.finalize()
+    assert not fake_cupti["backend"].python_context  # callbacks switched off with the session
+    root, _ = hatchet("py.hatchet")
+    path = []
+    node = root
+    while node["children"]:
+        (node,) = node["children"]
+        path.append(node["frame"]["name"])
+    assert path[-1] == "add_kernel" and node["metrics"]["count"] == 1
+    assert path[-2].endswith("@launch_from_here") and "test_cupti_backend.py:" in path[-2]

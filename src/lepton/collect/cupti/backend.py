@@ -265,6 +265,7 @@ class CuptiBackend(Backend):
 
     def _release(self) -> None:
         _Shared.backend = None
+        self.python_context = False  # its callbacks go with the subscription
         if self._subscriber is not None:
             try:
                 self.cupti.unsubscribe(self._subscriber)
