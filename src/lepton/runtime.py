@@ -64,6 +64,7 @@ class Runtime:
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
         self.slow = False
+        self.fast = False
         self.scope_ids = itertools.count(1)
         self._ops: dict[tuple[int, str], int] = {}
         self._lock = threading.RLock()
@@ -91,6 +92,7 @@ class Runtime:
         # Anything that needs more than the plain enter/exit takes the slow path.
         self.slow = bool(self.tracing or self.python_sessions)
         self.live = bool(live)
+        self.fast = self.live and not self.slow  # the scope hot path's one check
 
     refresh = _refresh
 

@@ -30,10 +30,10 @@ class scope:
 
     def __enter__(self):
         rt = _rt
-        if not rt.live:
-            self._pid = -1
-            return self
-        if rt.slow or self.metrics or type(self) is not scope:
+        if not rt.fast or self.metrics or type(self) is not scope:
+            if not rt.live:
+                self._pid = -1
+                return self
             return self._enter_full(rt)
         # Fast path: Runtime.enter inlined (a method call costs as much as the work itself).
         t = rt.shadow.local
@@ -78,7 +78,7 @@ class scope:
         if pid < 0:
             return
         rt = _rt
-        if self._t0 or type(self) is not scope or not rt.live:
+        if self._t0 or not rt.fast or type(self) is not scope:
             return self._exit_full(rt, pid)
         self._pid = -1
         t = rt.shadow.local
