@@ -11,7 +11,6 @@ import atexit
 import itertools
 import sys
 import threading
-import time
 
 from . import writers
 from .collect.backend import Backend, backend_factory, backend_names
@@ -156,18 +155,9 @@ class Runtime:
                 raise
             session.set_active(True)
             self._refresh()
-            self._sync_current_thread()
+            # Scopes entered before start(): their kernels land under them too.
+            self.sync_backend_stack(self.shadow.thread())
             return sid
-
-    def _sync_current_thread(self) -> None:
-        """A backend just started: push the calling thread's open scope, if any, so that kernels
-        launched inside scopes entered before `start()` land under them."""
-        t = self.shadow.thread()
-        if self.pushers and len(t.stack) > 1 and not t.pushed:
-            eff = self.shadow.effective(t, t.stack[-1])
-            for push in self.pushers:
-                push(eff)
-            t.pushed.append(eff)
 
     def sessions_for(self, sid: int | None) -> list[Session]:
         return list(self.sessions.values()) if sid is None else [self.session(sid)]
@@ -210,11 +200,7 @@ class Runtime:
                 for s in sessions:
                     s.set_active(False)
                     del self.sessions[s.id]
-                self._release_backends()
-                if not self.sessions:
-                    self._pop_current_thread()
-                    self.shadow.reset()
-                self._refresh()
+                self._after_removal()
             return written
 
     def finalize_at_exit(self) -> None:
@@ -238,11 +224,15 @@ class Runtime:
             session = self.sessions.pop(sid, None)
             if session is not None:
                 session.set_active(False)
-                self._release_backends()
-                if not self.sessions:
-                    self._pop_current_thread()
-                    self.shadow.reset()
-                self._refresh()
+                self._after_removal()
+
+    def _after_removal(self) -> None:
+        """Sessions were removed: stop unused backends, forget scope stacks once none is left."""
+        self._release_backends()
+        if not self.sessions:
+            self._pop_current_thread()
+            self.shadow.reset()
+        self._refresh()
 
     def _pop_current_thread(self) -> None:
         t = self.shadow.thread()
@@ -473,15 +463,6 @@ class Runtime:
 
 
 RUNTIME = Runtime()
-
-
-def current_path() -> int:
-    """The calling thread's current call-path id (scopes and state), for backends' callbacks."""
-    return RUNTIME.shadow.current()
-
-
-def now_ns() -> int:
-    return time.time_ns()
 
 
 def _combine(fns: tuple):

@@ -39,5 +39,3 @@ class TraceData:
             self._chunks = [{k: np.concatenate([c[k] for c in self._chunks]) for k in keys}]
         return self._chunks[0]
 
-    def is_empty(self) -> bool:
-        return not self.scopes and not self._chunks

@@ -62,8 +62,6 @@ class TreeData:
                 ks.device_id = int(d)
                 ks.device_type = device_type
 
-    def is_empty(self) -> bool:
-        return not (self.scopes or self.kernels or self.metrics)
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 from ..model.paths import ROOT
 from ..model.profile import Profile
 from ..model.trace import TraceData
+from ..units import ns_to_us
 
 GPU_LANE_BASE = 200_000
 
@@ -90,8 +91,8 @@ def to_document(profile: Profile) -> dict:
     for ev in sorted(range(len(data.scopes)), key=lambda j: data.scopes[j].start_ns):
         sc = data.scopes[ev]
         name = paths.name[sc.pid]
-        out = {"ph": "X", "cat": "scope", "name": name, "ts": round((sc.start_ns - base) / 1e3, 3),
-               "dur": round((sc.end_ns - sc.start_ns) / 1e3, 3), "pid": 0, "tid": sc.lane,
+        out = {"ph": "X", "cat": "scope", "name": name, "ts": round(ns_to_us(sc.start_ns - base), 3),
+               "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3), "pid": 0, "tid": sc.lane,
                "args": {"scope_id": sc.scope_id}}
         if sc.metrics:
             out["cat"] = "metric"
@@ -106,8 +107,8 @@ def to_document(profile: Profile) -> dict:
     dev, strm = kernels["device_id"], kernels["stream_id"]
     for row in order.tolist():
         pid = int(pid_col[row])
-        out = {"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": round((int(st[row]) - base) / 1e3, 3),
-               "dur": round(int(en[row] - st[row]) / 1e3, 3), "pid": 0, "tid": gpu_lane(int(dev[row]), int(strm[row]))}
+        out = {"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": round(ns_to_us(int(st[row]) - base), 3),
+               "dur": round(ns_to_us(int(en[row] - st[row])), 3), "pid": 0, "tid": gpu_lane(int(dev[row]), int(strm[row]))}
         o = int(owner[row])
         if o >= 0:
             out["bind_id"] = o
