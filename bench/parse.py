@@ -1,6 +1,7 @@
 """CUPTI buffer parsing throughput, on the CPU: 1,000,000 kernels' worth of synthetic activity
-buffers (each launch: an external-correlation record, a runtime API record and a kernel record,
-as CUPTI 13.0 lays them out) parsed, attributed to their scopes and aggregated per call-tree node.
+buffers (each launch: a runtime API record and a kernel record, as CUPTI 13.0 lays them out, and a
+scope change on the launching thread's time line before every launch) parsed, attributed to their
+scopes and aggregated per call-tree node.
 
 usage:  python bench/parse.py [--kernels 1000000]     prints  parse_1m_s=<seconds per 1M kernels>
 `parse_1m_s()` returns the same number, for bench/core.py.
@@ -8,6 +9,7 @@ usage:  python bench/parse.py [--kernels 1000000]     prints  parse_1m_s=<second
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -17,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from lepton.collect.cupti import synthetic
+from lepton.collect.cupti import synthetic, timeline
 from lepton.collect.cupti.collector import Collector
 
 BUFFER_BYTES = 8 << 20  # what the backend hands CUPTI
@@ -25,14 +27,15 @@ KERNEL_NAMES = ["add_kernel", "_ZN2at6native29vectorized_elementwise_kernelILi4E
                 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_"]
 
 
-def make_buffers(n: int, paths, seed: int = 0) -> list[np.ndarray]:
-    """`n` launches from 64 scopes (some launched outside every scope), 3 kernel names."""
+def make_buffers(n: int, paths, seed: int = 0):
+    """`n` launches from 64 scopes (some launched outside every scope), 3 kernel names: the
+    buffers, and the launching thread's time line (CUPTI clock)."""
     rng = np.random.default_rng(seed)
     scopes = [0] + [paths.extend(0, ["step", f"layer_{i}"]) for i in range(63)]
-    ext_ids = np.asarray(scopes)[rng.integers(0, len(scopes), n)]
+    scope_of_launch = np.asarray(scopes)[rng.integers(0, len(scopes), n)]
     name_ptrs = (0x7F00_0000_1000 + 0x40 * rng.integers(0, len(KERNEL_NAMES), n)).astype(np.uint64)
-    kinds, kernel, api, ext, _ = synthetic.launch_stream(n, ext_ids=ext_ids, names=name_ptrs)
-    return synthetic.split(kinds, kernel, api, ext, BUFFER_BYTES)
+    kinds, kernel, api, _, marks = synthetic.launch_stream(n, paths=scope_of_launch, names=name_ptrs)
+    return synthetic.split(kinds, kernel, api, BUFFER_BYTES), marks
 
 
 def parse_1m_s(n: int = 1_000_000, repeat: int = 3) -> float:
@@ -44,7 +47,7 @@ def parse_1m_s(n: int = 1_000_000, repeat: int = 3) -> float:
     from lepton.collect.fake import FakeBackend
     from lepton.runtime import RUNTIME, _BackendSink
 
-    bufs = make_buffers(n, RUNTIME.paths)
+    bufs, marks = make_buffers(n, RUNTIME.paths)
     names = {0x7F00_0000_1000 + 0x40 * i: s for i, s in enumerate(KERNEL_NAMES)}
     best = float("inf")
     for _ in range(repeat):
@@ -52,8 +55,12 @@ def parse_1m_s(n: int = 1_000_000, repeat: int = 3) -> float:
         sink = _BackendSink(RUNTIME, FakeBackend.instances[-1])
         session = next(iter(RUNTIME.sessions.values()))
         # Synthetic CUPTI timestamps start near 0; the offset puts them just after the session's
-        # start, as the backend's clock offset puts real ones on the time.time_ns() line.
-        col = Collector(sink, names.__getitem__, clock_offset_ns=time.time_ns())
+        # start, as the backend's clock offset puts real ones on the time.time_ns() line (where the
+        # runtime's time line is).
+        offset = time.time_ns()
+        host_marks = {tid: (times + offset, paths) for tid, (times, paths) in marks.items()}
+        col = Collector(sink, names.__getitem__, functools.partial(timeline.paths_at, host_marks),
+                        clock_offset_ns=offset)
         t0 = time.perf_counter()
         for i in range(0, len(bufs), 4):  # the backend processes every 4 completed buffers
             for b in bufs[i:i + 4]:

@@ -23,8 +23,9 @@ H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock
 
 
 class FakeCupti:
-    """What the backend calls of libcupti, scripted: a per-thread external-id stack, and records
-    written as CUPTI writes them, delivered through the backend's real buffer callbacks."""
+    """What the backend calls of libcupti, scripted: records written as CUPTI writes them (an API
+    record naming the launching thread, kernel records), delivered through the backend's real
+    buffer callbacks."""
 
     path, version = "fake", 130001
 
@@ -35,7 +36,6 @@ class FakeCupti:
         self.api_switches: dict[tuple[str, int], bool] = {}
         self.zeroed_attr = 0
         self.dropped = 0
-        self._tls = threading.local()
         self._corr = 0
         self._records: list[tuple[int, dict]] = []
         self._lock = threading.Lock()
@@ -83,7 +83,7 @@ class FakeCupti:
         return n
 
     def timestamp(self):
-        return time.time_ns() - 1_000_000  # the CUPTI clock runs 1 ms behind the wall clock here
+        return time.time_ns()  # CUPTI's clock is CLOCK_REALTIME
 
     def graph_node_id(self, node):
         return node + 1000
@@ -91,17 +91,6 @@ class FakeCupti:
     def record_size_at(self, address, valid, offset):
         kind = ctypes.c_uint32.from_address(address + offset).value
         return layout.RECORD_SIZE.get(kind, 0)
-
-    def external_id_push_pop(self, kind):
-        assert kind == layout.EXT_KIND_CUSTOM2
-
-        def stack():
-            s = getattr(self._tls, "stack", None)
-            if s is None:
-                s = self._tls.stack = []
-            return s
-
-        return (lambda pid: stack().append(pid)), (lambda: stack().pop() if stack() else None)
 
     def flush_all(self, forced):
         """Hands every record written so far to the backend in one buffer, through the module's
@@ -113,10 +102,10 @@ class FakeCupti:
         kinds = [k for k, _ in records]
         cols: dict[int, dict[str, list]] = {}
         for k, fields in records:
-            group = "k" if k in layout.KERNEL_KINDS else "a" if k in layout.API_KINDS else "e"
+            group = "k" if k in layout.KERNEL_KINDS else "a"
             for f, v in fields.items():
                 cols.setdefault(group, {}).setdefault(f, []).append(v)
-        data = synthetic.pack(kinds, cols.get("k"), cols.get("a"), cols.get("e"))
+        data = synthetic.pack(kinds, cols.get("k"), cols.get("a"))
         buf_p, size, max_records = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
         cupti_backend._buffer_requested(ctypes.addressof(buf_p), ctypes.addressof(size),
                                         ctypes.addressof(max_records))
@@ -126,20 +115,17 @@ class FakeCupti:
 
     # -- the scripted program -----------------------------------------------------------------------
     def launch(self, name_ptr: int, *, graph_nodes=(0,), duration_ns: int = 2000, stream: int = 7):
-        """A launch on the calling thread: an external-correlation record when a path id is pushed,
-        an API record, and (later) one kernel record per graph node. Returns the correlation id."""
-        stack = getattr(self._tls, "stack", [])
+        """A launch on the calling thread: an API record, and (later) one kernel record per graph
+        node. Returns the correlation id."""
         now = self.timestamp()
         with self._lock:
             self._corr += 1
             corr = self._corr
             if layout.KIND_CONCURRENT_KERNEL not in self.enabled:
                 return corr
-            if stack:
-                self._records.append((layout.KIND_EXTERNAL_CORRELATION, {
-                    "external_kind": layout.EXT_KIND_CUSTOM2, "external_id": stack[-1], "correlation_id": corr}))
-            self._records.append((layout.KIND_RUNTIME, {"start": now, "end": now + 500, "correlation_id": corr,
-                                                            "cbid": 211}))
+            self._records.append((layout.KIND_RUNTIME, {
+                "start": now, "end": now + 500, "correlation_id": corr, "cbid": 211,
+                "thread_id": threading.get_ident() & 0xFFFF_FFFF}))
             for node in graph_nodes:
                 self._records.append((layout.KIND_CONCURRENT_KERNEL, {
                     "start": now + 10_000, "end": now + 10_000 + duration_ns, "correlation_id": corr,
@@ -208,6 +194,32 @@ def test_kernels_land_under_the_scopes_active_at_their_launch(fake_cupti):
                                       "memory_clock_rate": 2_619_000, "num_sms": 132}}}
     assert fake_cupti["driver"].synchronized >= 1  # finalize waited for the GPU
     assert not cupti.subscribed and not cupti.enabled and cupti.zeroed_attr == 0
+
+
+def test_kernels_from_many_threads_land_under_each_threads_own_scope(fake_cupti):
+    """Proton's test_scope_multiple_threads, through the time lines: every thread launches inside
+    its own scope while the others do the same."""
+    proton.start("threads", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    start = threading.Barrier(20)
+
+    def work(i):
+        start.wait()
+        for _ in range(5):
+            with proton.scope(f"t{i}"):
+                cupti.launch(0x7F00_0000_1000)
+            cupti.launch(0x7F00_0000_2000)  # between scopes: ROOT
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    proton.finalize()
+    root, _ = hatchet("threads.hatchet")
+    for i in range(20):
+        assert child(child(root, f"t{i}"), "add_kernel")["metrics"]["count"] == 5
+    assert child(root, "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 100
 
 
 def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti):

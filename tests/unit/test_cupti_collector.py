@@ -1,17 +1,19 @@
-"""Parsed CUPTI buffers -> kernel batches: the join of kernel, API and external-correlation records,
-across buffers, for graph replays, and what is counted as dropped."""
+"""Parsed CUPTI buffers -> kernel batches: the join of kernel and API records with the threads' time
+lines, across buffers, for graph replays, and what is counted as dropped."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
-from lepton.collect.cupti import layout, synthetic
+from lepton.collect.cupti import layout, synthetic, timeline
 from lepton.collect.cupti.collector import Collector
 from lepton.collect.cupti.graphs import GraphNodePaths
 from lepton.model.paths import PathTable
 from lepton.model.records import UNKNOWN_LAUNCH_NS
 
-CONC, EXT, RT, DRV = (layout.KIND_CONCURRENT_KERNEL, layout.KIND_EXTERNAL_CORRELATION,
-                      layout.KIND_RUNTIME, layout.KIND_DRIVER)
+CONC, RT, DRV = layout.KIND_CONCURRENT_KERNEL, layout.KIND_RUNTIME, layout.KIND_DRIVER
+THREAD = synthetic.THREAD_ID
 NAMES = {0x1000: "add_kernel", 0x2000: "_ZN2at6native29vectorized_elementwise_kernel"}
 
 
@@ -39,22 +41,35 @@ class Sink:
         return out
 
 
-def launch(kinds, kernel, api, ext, *, corr, ext_id=None, t, name=0x1000, device=0, stream=7,
-           api_kind=RT, graph_nodes=None):
-    """Appends one launch's records (ext if in a scope, API); returns the kernel record(s) to append
-    later, as CUPTI writes them when the kernels complete."""
-    if ext_id is not None:
-        kinds.append(EXT)
-        ext["external_id"].append(ext_id)
-        ext["correlation_id"].append(corr)
-        ext["external_kind"].append(layout.EXT_KIND_CUSTOM2)
+class Marks:
+    """A scripted time line: the path each thread is in from which time on."""
+
+    def __init__(self) -> None:
+        self.by_thread: dict[int, tuple[list, list]] = {}
+
+    def set(self, thread: int, t: int, path: int) -> None:
+        times, paths = self.by_thread.setdefault(thread, ([], []))
+        times.append(t)
+        paths.append(path)
+
+    def paths_at(self, thread_ids, times):
+        marks = {tid: (np.array(t, np.int64), np.array(p, np.int64)) for tid, (t, p) in self.by_thread.items()}
+        return timeline.paths_at(marks, thread_ids, times)
+
+
+def launch(kinds, kernel, api, marks, *, corr, path=0, t, thread=THREAD, name=0x1000, device=0,
+           stream=7, api_kind=RT, graph_nodes=None):
+    """Appends one launch's API record, made by `thread` at `t` in scope `path` (0: none); returns
+    the kernel record(s) to append later, as CUPTI writes them when the kernels complete."""
+    marks.set(thread, t - 100, path)
     kinds.append(api_kind)
     api["start"].append(t)
     api["correlation_id"].append(corr)
+    api["thread_id"].append(thread)
     pending = []
     for node in graph_nodes or [0]:
         pending.append({"start": t + 1000, "end": t + 3000, "correlation_id": corr, "name": name, "device_id": device,
-                            "stream_id": stream, "graph_node_id": node})
+                        "stream_id": stream, "graph_node_id": node})
     return pending
 
 
@@ -66,21 +81,20 @@ def add_kernels(kinds, kernel, pending):
 
 
 def empty():
-    return [], {}, {"start": [], "correlation_id": []}, {"external_id": [], "correlation_id": [],
-                                                         "external_kind": []}
+    return [], {}, {"start": [], "correlation_id": [], "thread_id": []}, Marks()
 
 
 def test_kernels_land_under_the_scope_pushed_at_their_launch_with_times_converted():
     sink = Sink()
     a = sink.paths.extend(0, ["a"])
     ab = sink.paths.extend(a, ["b"])
-    kinds, kernel, api, ext = empty()
-    p1 = launch(kinds, kernel, api, ext, corr=1, ext_id=a, t=10_000)
-    p2 = launch(kinds, kernel, api, ext, corr=2, ext_id=ab, t=20_000, name=0x2000, stream=13)
-    p3 = launch(kinds, kernel, api, ext, corr=3, t=30_000)  # outside every scope
+    kinds, kernel, api, marks = empty()
+    p1 = launch(kinds, kernel, api, marks, corr=1, path=a, t=10_000)
+    p2 = launch(kinds, kernel, api, marks, corr=2, path=ab, t=20_000, name=0x2000, stream=13)
+    p3 = launch(kinds, kernel, api, marks, corr=3, t=30_000)  # outside every scope
     add_kernels(kinds, kernel, p1 + p2 + p3)
-    buf = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__, clock_offset_ns=5)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at, clock_offset_ns=5)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=False) == 3
     assert sink.rows() == [
@@ -94,13 +108,13 @@ def test_kernels_land_under_the_scope_pushed_at_their_launch_with_times_converte
 def test_a_kernel_finds_its_launch_records_in_an_earlier_buffer():
     sink = Sink()
     a = sink.paths.extend(0, ["a"])
-    kinds, kernel, api, ext = empty()
-    pending = launch(kinds, kernel, api, ext, corr=7, ext_id=a, t=1_000_000)
-    first = synthetic.pack(kinds, kernel, api, ext)
-    kinds, kernel, api, ext = empty()
+    kinds, kernel, api, marks = empty()
+    pending = launch(kinds, kernel, api, marks, corr=7, path=a, t=1_000_000)
+    first = synthetic.pack(kinds, kernel, api)
+    kinds, kernel, api, _ = empty()
     add_kernels(kinds, kernel, pending)
-    second = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__)
+    second = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(first, len(first))
     assert col.process(flush=False) == 0
     col.add_buffer(second, len(second))
@@ -111,13 +125,13 @@ def test_a_kernel_finds_its_launch_records_in_an_earlier_buffer():
 def test_a_kernel_seen_before_its_launch_record_waits_for_it():
     sink = Sink()
     a = sink.paths.extend(0, ["a"])
-    kinds, kernel, api, ext = empty()
-    pending = launch(kinds, kernel, api, ext, corr=9, ext_id=a, t=50_000)
+    kinds, kernel, api, marks = empty()
+    pending = launch(kinds, kernel, api, marks, corr=9, path=a, t=50_000)
     kinds_k, kernel_k, _, _ = empty()
     add_kernels(kinds_k, kernel_k, pending)
     kernels_first = synthetic.pack(kinds_k, kernel_k)
-    launches_later = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__)
+    launches_later = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(kernels_first, len(kernels_first))
     assert col.process(flush=False) == 0  # held, not guessed
     col.add_buffer(launches_later, len(launches_later))
@@ -127,32 +141,39 @@ def test_a_kernel_seen_before_its_launch_record_waits_for_it():
 
 def test_at_a_flush_kernels_without_a_launch_record_go_to_root_with_an_unknown_launch_time():
     sink = Sink()
-    kinds, kernel, _, _ = empty()
+    kinds, kernel, _, marks = empty()
     add_kernels(kinds, kernel, [{"start": 100, "end": 200, "correlation_id": 4, "name": 0x1000}])
     buf = synthetic.pack(kinds, kernel)
-    col = Collector(sink, NAMES.__getitem__)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=False) == 0
     assert col.process(flush=True) == 1
     assert sink.rows() == [("", "add_kernel", 100, 200, UNKNOWN_LAUNCH_NS, 0, 7)]
 
 
-def test_external_ids_of_other_kinds_are_ignored():
-    """torch.profiler's ops (CUSTOM0) and record_function ranges (CUSTOM1) are not our scopes."""
+def test_each_launch_takes_the_path_of_its_own_thread_at_its_own_time():
+    """Two threads in different scopes, launching alternately; one leaves its scope between two
+    launches."""
     sink = Sink()
-    a = sink.paths.extend(0, ["a"])
-    kinds, kernel, api, ext = empty()
-    pending = launch(kinds, kernel, api, ext, corr=3, ext_id=a, t=1000)
-    kinds.insert(0, EXT)  # a CUSTOM0 record for the same launch, ahead of ours
-    ext["external_id"].insert(0, 999)
-    ext["correlation_id"].insert(0, 3)
-    ext["external_kind"].insert(0, 3)
+    a, b = sink.paths.extend(0, ["a"]), sink.paths.extend(0, ["b"])
+    kinds, kernel, api, marks = empty()
+    pending = launch(kinds, kernel, api, marks, corr=1, path=a, t=1000, thread=11)
+    pending += launch(kinds, kernel, api, marks, corr=2, path=b, t=1500, thread=22)
+    marks.set(11, 1800, 0)  # thread 11 leaves "a"
+    pending += launch(kinds, kernel, api, marks, corr=3, path=b, t=2500, thread=22)
+    api["start"].append(2600)  # thread 11 again, no new mark: still outside "a"
+    api["correlation_id"].append(4)
+    api["thread_id"].append(11)
+    kinds.append(RT)
+    pending.append({"start": 4000, "end": 5000, "correlation_id": 4, "name": 0x1000, "device_id": 0,
+                    "stream_id": 7, "graph_node_id": 0})
+    pending += launch(kinds, kernel, api, marks, corr=5, t=3000, thread=33)  # a thread never in a scope
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(buf, len(buf))
     col.process(flush=True)
-    assert [r[0] for r in sink.rows()] == ["a"]
+    assert [r[0] for r in sink.rows()] == ["a", "b", "b", "", ""]
 
 
 def test_each_graph_replay_counts_its_own_kernels_under_its_scope_and_the_capture_scopes():
@@ -172,17 +193,17 @@ def test_each_graph_replay_counts_its_own_kernels_under_its_scope_and_the_captur
             graphs.created(captured, it)
             graphs.cloned(captured, instantiated)
             nodes.append(instantiated)
-    kinds, kernel, api, ext = empty()
+    kinds, kernel, api, marks = empty()
     pending = []
     for corr, scope in ((20, "replay0"), (21, "replay1")):
-        p = launch(kinds, kernel, api, ext, corr=corr, ext_id=sink.paths.extend(0, [scope]),
+        p = launch(kinds, kernel, api, marks, corr=corr, path=sink.paths.extend(0, [scope]),
                    t=corr * 1000, api_kind=DRV, graph_nodes=nodes)
         for q, node in zip(p, nodes):
             q["name"] = 0x1000 if node % 2 == 0 else 0x2000
         pending += p
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__, graphs=graphs)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at, graphs=graphs)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 12
     counts = {}
@@ -195,12 +216,12 @@ def test_each_graph_replay_counts_its_own_kernels_under_its_scope_and_the_captur
 
 def test_replayed_kernels_of_a_graph_captured_before_profiling_land_under_the_replay_scope():
     sink = Sink()
-    kinds, kernel, api, ext = empty()
+    kinds, kernel, api, marks = empty()
     replay = sink.paths.extend(0, ["replay"])
-    pending = launch(kinds, kernel, api, ext, corr=5, ext_id=replay, t=1000, graph_nodes=[77, 78])
+    pending = launch(kinds, kernel, api, marks, corr=5, path=replay, t=1000, graph_nodes=[77, 78])
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(buf, len(buf))
     col.process(flush=True)
     assert [r[:2] for r in sink.rows()] == [("replay", "add_kernel")] * 2
@@ -209,15 +230,15 @@ def test_replayed_kernels_of_a_graph_captured_before_profiling_land_under_the_re
 def test_kernels_without_timestamps_are_counted_as_dropped():
     """CUPTI writes 0 timestamps when it lacked device memory for them; Proton drops start >= end."""
     sink = Sink()
-    kinds, kernel, api, ext = empty()
-    p = launch(kinds, kernel, api, ext, corr=1, t=1000)
-    p += launch(kinds, kernel, api, ext, corr=2, t=2000)
-    p += launch(kinds, kernel, api, ext, corr=3, t=3000)
+    kinds, kernel, api, marks = empty()
+    p = launch(kinds, kernel, api, marks, corr=1, t=1000)
+    p += launch(kinds, kernel, api, marks, corr=2, t=2000)
+    p += launch(kinds, kernel, api, marks, corr=3, t=3000)
     p[1]["start"] = p[1]["end"] = 0
     p[2]["end"] = p[2]["start"]
     add_kernels(kinds, kernel, p)
-    buf = synthetic.pack(kinds, kernel, api, ext)
-    col = Collector(sink, NAMES.__getitem__)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 1
     assert sink.dropped == 2 and col.invalid_kernels == 2
@@ -225,12 +246,12 @@ def test_kernels_without_timestamps_are_counted_as_dropped():
 
 def test_an_unknown_record_kind_is_sized_by_the_sizer_and_stepped_over():
     sink = Sink()
-    kinds, kernel, api, ext = empty()
-    pending = launch(kinds, kernel, api, ext, corr=1, t=1000)
+    kinds, kernel, api, marks = empty()
+    pending = launch(kinds, kernel, api, marks, corr=1, t=1000)
     kinds.append(1)  # a MEMCPY record (96 bytes) the table does not know
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel, api, ext, sizes={1: 96})
-    col = Collector(sink, NAMES.__getitem__,
+    buf = synthetic.pack(kinds, kernel, api, sizes={1: 96})
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at,
                     record_size=lambda b, valid, off: synthetic.record_size_of(b, off, {1: 96}))
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 1 and sink.dropped == 0
@@ -239,12 +260,12 @@ def test_an_unknown_record_kind_is_sized_by_the_sizer_and_stepped_over():
 
 def test_without_a_sizer_the_rest_of_the_buffer_after_an_unknown_kind_is_reported_dropped():
     sink = Sink()
-    kinds, kernel, api, ext = empty()
-    pending = launch(kinds, kernel, api, ext, corr=1, t=1000)
+    kinds, kernel, api, marks = empty()
+    pending = launch(kinds, kernel, api, marks, corr=1, t=1000)
     kinds.append(1)
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel, api, ext, sizes={1: 96})
-    col = Collector(sink, NAMES.__getitem__)
+    buf = synthetic.pack(kinds, kernel, api, sizes={1: 96})
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 0
     assert sink.dropped == 1
@@ -253,12 +274,12 @@ def test_without_a_sizer_the_rest_of_the_buffer_after_an_unknown_kind_is_reporte
 def test_calibration_adopts_the_kernel_stride_cupti_reports():
     """CUPTI 13.5 writes 248-byte kernel records (Kernel13 = Kernel10 + appended fields)."""
     sink = Sink()
-    kinds, kernel, api, ext = empty()
-    pending = launch(kinds, kernel, api, ext, corr=1, t=1000)
-    pending += launch(kinds, kernel, api, ext, corr=2, t=2000)
+    kinds, kernel, api, marks = empty()
+    pending = launch(kinds, kernel, api, marks, corr=1, t=1000)
+    pending += launch(kinds, kernel, api, marks, corr=2, t=2000)
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel, api, ext, sizes={CONC: 248})
-    col = Collector(sink, NAMES.__getitem__,
+    buf = synthetic.pack(kinds, kernel, api, sizes={CONC: 248})
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at,
                     record_size=lambda b, valid, off: synthetic.record_size_of(b, off, {CONC: 248}))
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 2
@@ -274,9 +295,9 @@ def test_names_are_resolved_once_per_pointer():
         return NAMES[p]
 
     n = 1000
-    kinds, k, a, e, _ = synthetic.launch_stream(n, names=np.where(np.arange(n) % 2, 0x1000, 0x2000))
-    bufs = synthetic.split(kinds, k, a, e, 64 << 10)
-    col = Collector(sink, resolve)
+    kinds, k, a, _, marks = synthetic.launch_stream(n, names=np.where(np.arange(n) % 2, 0x1000, 0x2000))
+    bufs = synthetic.split(kinds, k, a, 64 << 10)
+    col = Collector(sink, resolve, functools.partial(timeline.paths_at, marks))
     for b in bufs:
         col.add_buffer(b, len(b))
         col.process(flush=False)
@@ -290,11 +311,11 @@ def test_a_long_launch_stream_split_into_many_buffers_is_attributed_exactly():
     sink = Sink()
     scopes = np.array([0] + [sink.paths.extend(0, [f"s{i}"]) for i in range(9)])
     n = 20_000
-    ext_ids = scopes[np.arange(n) % 10]
-    kinds, k, a, e, (corr, ext_truth, _) = synthetic.launch_stream(n, ext_ids=ext_ids, lag=300)
-    bufs = synthetic.split(kinds, k, a, e, 256 << 10)
+    paths = scopes[np.arange(n) % 10]
+    kinds, k, a, (corr, path_truth, _), marks = synthetic.launch_stream(n, paths=paths, lag=300)
+    bufs = synthetic.split(kinds, k, a, 256 << 10)
     assert len(bufs) > 10
-    col = Collector(sink, NAMES.get)
+    col = Collector(sink, NAMES.get, functools.partial(timeline.paths_at, marks))
     for b in bufs:
         col.add_buffer(b, len(b))
         col.process(flush=False)
@@ -303,4 +324,4 @@ def test_a_long_launch_stream_split_into_many_buffers_is_attributed_exactly():
     got_parent = np.concatenate([b.parent_path for b in sink.batches])
     order = np.argsort(got_corr)
     assert got_corr[order].tolist() == corr.tolist()
-    assert got_parent[order].tolist() == ext_truth.tolist()
+    assert got_parent[order].tolist() == path_truth.tolist()

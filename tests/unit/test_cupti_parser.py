@@ -6,8 +6,8 @@ import pytest
 
 from lepton.collect.cupti import layout, parser, synthetic
 
-CONC, EXT, RT, DRV = (layout.KIND_CONCURRENT_KERNEL, layout.KIND_EXTERNAL_CORRELATION,
-                      layout.KIND_RUNTIME, layout.KIND_DRIVER)
+CONC, RT, DRV, LAUNCH = (layout.KIND_CONCURRENT_KERNEL, layout.KIND_RUNTIME, layout.KIND_DRIVER,
+                         layout.KIND_INTERNAL_LAUNCH_API)
 MEMCPY = 1  # a kind the parser's table does not know (CUpti_ActivityMemcpy6: 96 bytes)
 
 
@@ -21,8 +21,8 @@ def reference_walk(buf: np.ndarray, sizes: dict[int, int]) -> list[int]:
 
 
 def test_walk_finds_every_record_of_an_interleaved_buffer():
-    kinds, k, a, e, _ = synthetic.launch_stream(500, ext_ids=np.arange(500) % 7, lag=20)
-    buf = synthetic.pack(kinds, k, a, e)
+    kinds, k, a, _, _ = synthetic.launch_stream(500, lag=20)
+    buf = synthetic.pack(kinds, k, a)
     offsets, stop = parser.walk(buf, len(buf), layout.size_table())
     assert stop == len(buf)
     assert offsets.tolist() == reference_walk(buf, layout.RECORD_SIZE)
@@ -30,16 +30,16 @@ def test_walk_finds_every_record_of_an_interleaved_buffer():
 
 
 def test_fields_that_look_like_record_kinds_do_not_fool_the_walk():
-    """External ids, device and stream ids, grid sizes and correlation ids equal to the kinds the
-    table knows (4, 5, 10, 39, 48) are exactly what creates false record starts."""
+    """Thread, device and stream ids, grid sizes and correlation ids equal to the kinds the table
+    knows (3, 4, 5, 10, 48) are exactly what creates false record starts."""
     n = 400
     tricky = np.array([4, 5, 10, 39, 48, 3], dtype=np.int64)
-    kinds, k, a, e, _ = synthetic.launch_stream(n, ext_ids=tricky[np.arange(n) % 6], lag=3,
-                                                device_id=tricky[np.arange(n) % 6],
+    kinds, k, a, _, _ = synthetic.launch_stream(n, lag=3, device_id=tricky[np.arange(n) % 6],
                                                 stream_id=tricky[(np.arange(n) + 1) % 6], first_corr=1)
     k["grid_x"] = tricky[(np.arange(n) + 2) % 6]
     k["block_x"] = tricky[(np.arange(n) + 3) % 6]
-    buf = synthetic.pack(kinds, k, a, e)
+    a["thread_id"] = tricky[(np.arange(n) + 4) % 6]
+    buf = synthetic.pack(kinds, k, a)
     offsets, stop = parser.walk(buf, len(buf), layout.size_table())
     assert stop == len(buf)
     assert offsets.tolist() == reference_walk(buf, layout.RECORD_SIZE)
@@ -50,7 +50,7 @@ def test_walk_matches_one_record_at_a_time_on_random_buffers(seed):
     """Random kind sequences whose every field is a small number (so nearly every slot is a
     candidate record start), checked against the sequential walk."""
     rng = np.random.default_rng(seed)
-    kinds = rng.choice([CONC, EXT, RT, DRV], size=3000, p=[0.3, 0.3, 0.2, 0.2])
+    kinds = rng.choice([CONC, LAUNCH, RT, DRV], size=3000, p=[0.4, 0.1, 0.3, 0.2])
     buf = synthetic.pack(kinds)
     body = buf.view("<u4")
     is_kind = np.zeros(len(body), bool)
@@ -64,15 +64,15 @@ def test_walk_matches_one_record_at_a_time_on_random_buffers(seed):
 
 
 def test_walk_stops_at_an_unknown_kind_and_resumes_once_its_size_is_known():
-    kinds = [EXT, RT, CONC, MEMCPY, RT, CONC, EXT]
+    kinds = [DRV, RT, CONC, MEMCPY, RT, CONC, DRV]
     buf = synthetic.pack(kinds, sizes={MEMCPY: 96})
     table = layout.size_table()
     offsets, stop = parser.walk(buf, len(buf), table)
-    assert offsets.tolist() == [0, 24, 64]
-    assert stop == 280  # the memcpy record
+    assert offsets.tolist() == [0, 40, 80]
+    assert stop == 296  # the memcpy record
     table[MEMCPY] = 96 // 8
     rest, stop2 = parser.walk(buf, len(buf), table, start=stop)
-    assert rest.tolist() == [280, 376, 416, 632]
+    assert rest.tolist() == [296, 392, 432, 648]
     assert stop2 == len(buf)
 
 
@@ -89,15 +89,13 @@ def test_a_record_running_past_the_valid_size_ends_the_walk_there():
 
 
 def test_extract_reads_the_fields_written_at_the_header_offsets():
-    kinds = [EXT, RT, CONC, EXT, DRV, CONC]
+    kinds = [RT, CONC, DRV, CONC]
     buf = synthetic.pack(
         kinds,
         kernel={"start": [1_000, 5_000], "end": [2_500, 9_000], "device_id": [0, 3], "stream_id": [7, 13],
                     "correlation_id": [11, 12], "name": [0x7F00_0000_1000, 0x7F00_0000_2000],
                     "graph_node_id": [0, (2 << 32) | 5]},
-        api={"start": [900, 4_900], "correlation_id": [11, 12]},
-        ext={"external_kind": [layout.EXT_KIND_CUSTOM2, 3], "external_id": [42, 2**40 + 1],
-                 "correlation_id": [11, 12]})
+        api={"start": [900, 4_900], "correlation_id": [11, 12], "thread_id": [0x7F1234, 0xFFFF_FFFF]})
     offsets, _ = parser.walk(buf, len(buf), layout.size_table())
     r = parser.extract(buf, offsets)
     assert r.k_start.tolist() == [1_000, 5_000] and r.k_end.tolist() == [2_500, 9_000]
@@ -106,19 +104,18 @@ def test_extract_reads_the_fields_written_at_the_header_offsets():
     assert r.k_name_ptr.tolist() == [0x7F00_0000_1000, 0x7F00_0000_2000]
     assert r.k_graph_node.tolist() == [0, (2 << 32) | 5]
     assert r.a_corr.tolist() == [11, 12] and r.a_start.tolist() == [900, 4_900]
-    assert r.e_corr.tolist() == [11, 12] and r.e_kind.tolist() == [layout.EXT_KIND_CUSTOM2, 3]
-    assert r.e_id.tolist() == [42, 2**40 + 1]
+    assert r.a_thread.tolist() == [0x7F1234, 0xFFFF_FFFF]
     # parse() is walk + extract on the same buffer
     r2, stop = parser.parse(buf, len(buf), layout.size_table())
-    assert stop == len(buf) and r2.k_corr.tolist() == [11, 12] and r2.e_id.tolist() == [42, 2**40 + 1]
+    assert stop == len(buf) and r2.k_corr.tolist() == [11, 12] and r2.a_thread.tolist() == [0x7F1234, 0xFFFF_FFFF]
 
 
 def test_parse_from_a_nonzero_start_reads_the_right_records():
-    buf = synthetic.pack([RT, CONC, EXT], kernel={"correlation_id": [77], "start": [5], "end": [6]},
-                         api={"correlation_id": [76]}, ext={"correlation_id": [78], "external_id": [9]})
+    buf = synthetic.pack([RT, CONC, DRV], kernel={"correlation_id": [77], "start": [5], "end": [6]},
+                         api={"correlation_id": [76, 78], "thread_id": [1, 2]})
     r, stop = parser.parse(buf, len(buf), layout.size_table(), start=40)
     assert stop == len(buf)
-    assert r.k_corr.tolist() == [77] and r.a_corr.tolist() == [] and r.e_id.tolist() == [9]
+    assert r.k_corr.tolist() == [77] and r.a_corr.tolist() == [78] and r.a_thread.tolist() == [2]
 
 
 def test_size_table_rejects_sizes_that_are_not_whole_slots():

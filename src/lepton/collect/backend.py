@@ -6,7 +6,7 @@ the vendor work in `_do_start`/`_do_stop`/`_do_flush` (Proton's `start` -> `doSt
 
 Scope attribution is by path id: the runtime calls `push_path(path_id)` when a thread enters a scope
 and `pop_path()` when it leaves it, on that thread, and the backend tags the kernels that thread
-launches with the innermost pushed id (CUPTI: external correlation ids). These two are the hot path:
+launches with the innermost pushed id (CUPTI: by the thread's time line of pushes and pops). These two are the hot path:
 a backend that needs no attribution sets them to None and the runtime skips the call entirely.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ kernel launch when a hook is installed; `metadata` is a `LazyDict` whose `get()`
 kernel's `launch_metadata(grid, metadata, args)` function. The returned `name` renames the launch's
 kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become metrics of exactly
 that launch's node: `Runtime.enter_op` makes an op node under the current scope and pushes it as the
-launch's external id, so the kernel record lands on it whichever thread launches.
+launch's path on its thread, so the kernel record lands on it whichever thread launches.
 
 GPU work that `launch_metadata` itself launches runs under the state
 `__proton_launch_metadata:<kernel>`, so it stays out of the user's tree (the viewer hides it).

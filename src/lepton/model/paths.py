@@ -1,7 +1,7 @@
 """Call-path interning: every distinct path from ROOT gets one small integer id.
 
-A path id stands for a whole path (`ROOT/outer/inner`), not a leaf name, so that one integer pushed
-as a CUPTI external correlation id identifies exactly where a kernel was launched. Path ids are
+A path id stands for a whole path (`ROOT/outer/inner`), not a leaf name, so that one integer in a
+thread's time line identifies exactly where a kernel was launched. Path ids are
 process-global and shared by every session; each session keeps its metrics keyed by path id.
 
 Interning is lock-free for paths already seen (a dict read is atomic under the GIL) and takes a lock

@@ -1,11 +1,10 @@
-"""`CuptiBackend`: kernels timed by CUPTI's activity API, attributed by external correlation.
+"""`CuptiBackend`: kernels timed by CUPTI's activity API, attributed by launch thread and time.
 
-How a kernel finds its scope (cupti-notes §3): the runtime pushes the current path id as a CUSTOM2
-external correlation id on the launching thread (`push_path`) and pops it on scope exit
-(`pop_path`). For every launch API call made meanwhile CUPTI writes an EXTERNAL_CORRELATION record
-carrying that id, before the call's API record; the kernel record shares the call's correlation id.
-CUPTI writes those records only for API calls whose API records are on, so the launch APIs' records
-are turned on, and only theirs:
+How a kernel finds its scope: the kernel record shares its correlation id with the API record of
+the call that launched it, which carries the launching thread and the call's start time; the
+runtime's scope hooks (`push_path`/`pop_path`) log when each thread changed path
+(`timeline.ThreadTimelines`), so the launch's path is that thread's path at that time. The API
+records of the launch calls, and only theirs, are turned on:
 
 - before CUDA is initialised, `cuptiActivityEnableDriverApi/RuntimeApi(cbid, 1)` for each launch
   cbid suffices (the whole RUNTIME+DRIVER kinds would cost ≈25 records per launch pair);
@@ -14,8 +13,9 @@ are turned on, and only theirs:
   and every other cbid is switched off again (≈1300 calls, 1.3-2.1 ms measured).
 
 Measured on the H200 after CUDA init, per step of 1 Triton + 2 torch launches (≈39 µs bare; states
-alternated in one process, median of 5): kernel records +3.5 µs, external-correlation records
-+1.9, the DRIVER kind (masked) +2.5, the RUNTIME kind (masked) +1.2, the push/pop pair +0.7.
+alternated in one process, median of 5): kernel records +3.5 µs, the DRIVER kind (masked) +2.5,
+the RUNTIME kind (masked) +1.2. Pushing CUPTI external correlation ids instead of the time line
+cost 2.3-2.7 µs per scope (ext records and the push/pop calls), the time line 0.3-0.4 µs.
 
 Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
 complete, on CUPTI's buffer thread, and at every flush: never per launch.
@@ -41,8 +41,9 @@ from .bindings import BufferCompletedFunc, BufferRequestedFunc, CallbackFunc, Cu
 from .collector import Collector
 from .devices import Driver
 from .graphs import GraphNodePaths
+from .timeline import ThreadTimelines
 
-BUFFER_BYTES = 8 << 20  # ≈28k launches (ext 24 B + API 40 B + kernel 216 B each) per buffer
+BUFFER_BYTES = 8 << 20  # ≈32k launches (API 40 B + kernel 216 B each) per buffer
 # Parse each buffer on CUPTI's thread as soon as it completes rather than all at finalize, which
 # then only has the last, partly filled buffers left (the parse runs mostly inside numpy calls,
 # which release the GIL on large arrays, while the launching thread keeps launching).
@@ -141,7 +142,8 @@ class CuptiBackend(Backend):
         super().__init__(mode)
         self.cupti = cupti if cupti is not None else Cupti()
         self.driver = driver if driver is not None else Driver()
-        self.push_path, self.pop_path = self.cupti.external_id_push_pop(layout.EXT_KIND_CUSTOM2)
+        self.timeline = ThreadTimelines()
+        self.push_path, self.pop_path = self.timeline.push, self.timeline.pop
         self.collector: Collector | None = None
         self.api_records = ""  # "per-cbid" or "masked": how launch API records were turned on
         self.graph_capture_scopes = False  # whether graph-node callbacks record capture scopes
@@ -174,7 +176,7 @@ class CuptiBackend(Backend):
                 self.graph_capture_scopes = True
                 for cbid in (layout.CBID_RESOURCE_GRAPHNODE_CREATED, layout.CBID_RESOURCE_GRAPHNODE_CLONED):
                     cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
-            self.collector = Collector(self.sink, _kernel_name, graphs=GRAPH_NODES,
+            self.collector = Collector(self.sink, _kernel_name, self.timeline.paths_at, graphs=GRAPH_NODES,
                                        record_size=self._record_size,
                                        clock_offset_ns=self._clock_offset_ns())
             _Shared.backend = self
@@ -183,7 +185,6 @@ class CuptiBackend(Backend):
             cupti.register_buffer_callbacks(_C_REQUESTED, _C_COMPLETED)
             cupti.dropped_records()  # zero CUPTI's count, which a previous client may have left
             cupti.enable(layout.KIND_CONCURRENT_KERNEL)
-            cupti.enable(layout.KIND_EXTERNAL_CORRELATION)
             self._enable_launch_records()
         except BaseException:
             self._release()
@@ -210,7 +211,9 @@ class CuptiBackend(Backend):
         self.api_records = "masked"
 
     def _clock_offset_ns(self) -> int:
-        """`time.time_ns() - cuptiGetTimestamp()`, from the tightest of 5 bracketed readings."""
+        """`time.time_ns() - cuptiGetTimestamp()`, from the tightest of 5 bracketed readings; 0
+        when the difference is within the bracket: CUPTI reads the same clock (CLOCK_REALTIME,
+        measured), and the time line needs launches and marks on exactly one clock."""
         best = None
         for _ in range(5):
             t0 = time.time_ns()
@@ -218,23 +221,25 @@ class CuptiBackend(Backend):
             t1 = time.time_ns()
             if best is None or t1 - t0 < best[0]:
                 best = (t1 - t0, (t0 + t1) // 2 - ts)
-        return best[1]
+        bracket, offset = best
+        return 0 if abs(offset) <= bracket else offset
 
     def _do_flush(self) -> None:
         if self.collector is None:
             return
+        flush_start = time.time_ns()
         self.driver.synchronize_all()  # kernels still running get their records too
         self.cupti.flush_all(forced=False)
         self.cupti.flush_all(forced=True)  # also the partly filled buffers
         self._report_dropped()
         self.collector.process(flush=True)
         _recycle(self.collector.take_parsed_buffers())
+        self.timeline.forget_before(flush_start)  # every launch before it has been attributed
 
     def _do_stop(self) -> None:
         try:
             cupti = self.cupti
-            for kind in (layout.KIND_CONCURRENT_KERNEL, layout.KIND_EXTERNAL_CORRELATION,
-                         layout.KIND_DRIVER, layout.KIND_RUNTIME):
+            for kind in (layout.KIND_CONCURRENT_KERNEL, layout.KIND_DRIVER, layout.KIND_RUNTIME):
                 cupti.disable(kind)
             self._restore_api_records()
             cupti.flush_all(forced=True)  # records written between the last flush and the disable

@@ -1,13 +1,10 @@
 """ctypes prototypes of the libcupti functions Lepton calls, and their error handling.
 
-Every prototype is set once here (argtypes/restype); callers get plain Python methods, except the
-scope hot path, which gets bare ctypes function objects bound with `functools.partial` (no Python
-frame of ours per call).
+Every prototype is set once here (argtypes/restype); callers get plain Python methods.
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 from ctypes import POINTER, c_int, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 
 from ...errors import BackendError
@@ -169,21 +166,3 @@ class Cupti:
         if status != layout.SUCCESS or not rec.value:
             return 0
         return rec.value - buffer_address - offset
-
-    # -- the scope hot path ---------------------------------------------------------------------------
-    def external_id_push_pop(self, kind: int):
-        """`(push(path_id), pop())` for external-correlation ids of `kind` on the calling thread.
-
-        Bare ctypes function objects under `functools.partial`: no Python frame of ours per call.
-        They are PYFUNCTYPE prototypes, which keep the GIL across the call: push and pop only touch
-        CUPTI's per-thread id stack and never wait or call back, and releasing and retaking the GIL
-        around them was most of their cost in the launch loop (per step of 3 launches on the H200:
-        scope with push/pop 45.7 µs through CDLL, 42.1 µs keeping the GIL, 40.1 µs with no
-        push/pop; median of 20 alternations).
-        Errors are not checked (a pop on an empty stack returns CUPTI_ERROR_QUEUE_EMPTY, harmless).
-        """
-        address = ctypes.cast(self.lib.cuptiActivityPushExternalCorrelationId, c_void_p).value
-        push = ctypes.PYFUNCTYPE(c_int, c_uint32, c_uint64)(address)
-        address = ctypes.cast(self.lib.cuptiActivityPopExternalCorrelationId, c_void_p).value
-        pop = ctypes.PYFUNCTYPE(c_int, c_uint32, c_void_p)(address)
-        return functools.partial(push, kind), functools.partial(pop, kind, None)

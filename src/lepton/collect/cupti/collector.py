@@ -1,9 +1,8 @@
 """From completed CUPTI buffers to `KernelBatch`es: parse, join, attribute. No ctypes here.
 
-What it joins (all by CUPTI correlation id, the id of the launch API call):
-- an API record gives the launch's CPU time (`launch_ns`, which decides the sessions and phase);
-- an external-correlation record of kind CUSTOM2, written just before the API record, gives the
-  path id that was on top of the launching thread's stack: the kernel's parent path;
+What it joins (by CUPTI correlation id, the id of the launch API call):
+- an API record gives the launch's CPU time (`launch_ns`, which decides the sessions and phase) and
+  thread; the `timeline` tells which path that thread was in then: the kernel's parent path;
 - a kernel record gives GPU start/end, device, stream, name; a graph replay's kernels all share the
   `cuGraphLaunch`'s correlation id and carry their graph node id.
 
@@ -24,6 +23,9 @@ from ...model.records import UNKNOWN_LAUNCH_NS, KernelBatch, KernelSink
 from . import layout, parser
 from .graphs import GraphNodePaths, replay_parents
 
+PathsAt = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""`(thread ids, host times in ns) -> path id of each`: `timeline.ThreadTimelines.paths_at`."""
+
 RecordSizer = Callable[[np.ndarray, int, int], int]
 """`(buffer, valid_bytes, offset) -> size in bytes of the record at offset` (0 if unknown):
 `cuptiActivityGetNextRecord` in the backend, a table lookup in tests."""
@@ -38,10 +40,11 @@ class Collector:
     buffers are pending) and from the thread that flushes; `lock` serialises them.
     """
 
-    def __init__(self, sink: KernelSink, resolve_name: Callable[[int], str], *,
+    def __init__(self, sink: KernelSink, resolve_name: Callable[[int], str], paths_at: PathsAt, *,
                  graphs: GraphNodePaths | None = None, record_size: RecordSizer | None = None,
                  clock_offset_ns: int = 0, table_bits: int = 20) -> None:
         self.sink = sink
+        self.paths_at = paths_at
         self.resolve_name = resolve_name
         self.graphs = graphs if graphs is not None else GraphNodePaths()
         self.record_size = record_size
@@ -63,7 +66,7 @@ class Collector:
         # Zero means empty, so the tables cost no memory until touched (np.zeros maps lazily):
         # _key holds corr+1, _launch holds the CUPTI launch time (never 0 for a real record).
         self._key = np.zeros(1 << table_bits, np.int64)
-        self._ext = np.zeros(1 << table_bits, np.int64)
+        self._path = np.zeros(1 << table_bits, np.int64)
         self._launch = np.zeros(1 << table_bits, np.int64)
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
@@ -151,21 +154,14 @@ class Collector:
             offset += size
 
     def _remember_launches(self, rec: parser.Records) -> None:
-        """Stores each launch's API time and CUSTOM2 external id in the join table."""
+        """Stores each launch's API time and the path its thread was in then in the join table."""
         key, mask = self._key, self._mask
         corr = rec.a_corr.astype(np.int64)
         slot = corr & mask
-        fresh = key[slot] != corr + 1
-        self._ext[slot[fresh]] = 0  # a slot reused by a newer launch: forget the old scope
         key[slot] = corr + 1
-        self._launch[slot] = rec.a_start.astype(np.int64)
-        mine = rec.e_kind == layout.EXT_KIND_CUSTOM2
-        corr = rec.e_corr[mine].astype(np.int64)
-        slot = corr & mask
-        fresh = key[slot] != corr + 1
-        self._launch[slot[fresh]] = 0  # the ext record precedes its API record (maybe in this batch)
-        key[slot] = corr + 1
-        self._ext[slot] = rec.e_id[mine].astype(np.int64)
+        launch = rec.a_start.astype(np.int64)
+        self._launch[slot] = launch
+        self._path[slot] = self.paths_at(rec.a_thread, launch + self.clock_offset_ns)
 
     def _attribute(self, rec: parser.Records, flush: bool) -> KernelBatch | None:
         corr = rec.k_corr.astype(np.int64)
@@ -191,7 +187,7 @@ class Collector:
             start, end = start[ok], end[ok]
         if not len(corr):
             return None
-        parent = np.where(hit, self._ext[slot], 0)
+        parent = np.where(hit, self._path[slot], 0)
         if self.launch_paths:
             take = self.launch_paths.pop
             by_stack = np.fromiter((take(c, -1) for c in corr.tolist()), np.int64, len(corr))
@@ -223,10 +219,9 @@ class Collector:
 
 
 def _select_kernels(rec: parser.Records, sel: np.ndarray) -> parser.Records:
-    """The kernel columns of `rec` at `sel`, with no API or external records."""
+    """The kernel columns of `rec` at `sel`, with no API records."""
     e = parser.Records.empty()
     return parser.Records(
         k_start=rec.k_start[sel], k_end=rec.k_end[sel], k_device=rec.k_device[sel],
         k_stream=rec.k_stream[sel], k_corr=rec.k_corr[sel], k_name_ptr=rec.k_name_ptr[sel],
-        k_graph_node=rec.k_graph_node[sel], a_corr=e.a_corr, a_start=e.a_start, e_corr=e.e_corr,
-        e_kind=e.e_kind, e_id=e.e_id)
+        k_graph_node=rec.k_graph_node[sel], a_corr=e.a_corr, a_start=e.a_start, a_thread=e.a_thread)

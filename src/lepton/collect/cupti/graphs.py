@@ -1,7 +1,7 @@
 """CUDA graph bookkeeping: which scope each graph node was captured in.
 
 A replayed kernel's record carries the correlation id of the `cuGraphLaunch` that replayed it, so
-its external id is the scope active at *replay*. Where it was *captured* comes from CUPTI resource
+it finds the path its replaying thread was in at *replay*. Where it was *captured* comes from CUPTI resource
 callbacks (cupti-notes §5.3, Proton's `handleGraphResourceCallbacks`):
 
 - `GRAPHNODE_CREATED` runs on the capturing thread while the node is added, so the thread's current

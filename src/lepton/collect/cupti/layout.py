@@ -23,7 +23,6 @@ KIND_KERNEL = 3
 KIND_DRIVER = 4
 KIND_RUNTIME = 5
 KIND_CONCURRENT_KERNEL = 10
-KIND_EXTERNAL_CORRELATION = 39
 KIND_INTERNAL_LAUNCH_API = 48
 
 # Record size in bytes of each kind Lepton enables. Kinds not listed are unknown to the parser,
@@ -34,7 +33,6 @@ RECORD_SIZE = {
     KIND_DRIVER: 40,  # CUpti_ActivityAPI
     KIND_RUNTIME: 40,  # CUpti_ActivityAPI
     KIND_INTERNAL_LAUNCH_API: 40,  # CUpti_ActivityAPI
-    KIND_EXTERNAL_CORRELATION: 24,  # CUpti_ActivityExternalCorrelation
 }
 KERNEL_KINDS = (KIND_KERNEL, KIND_CONCURRENT_KERNEL)
 API_KINDS = (KIND_DRIVER, KIND_RUNTIME, KIND_INTERNAL_LAUNCH_API)
@@ -80,16 +78,6 @@ class Api:  # CUpti_ActivityAPI
     return_value = 36  # uint32
 
 
-class ExtCorr:  # CUpti_ActivityExternalCorrelation
-    external_kind = 4  # uint32 (CUpti_ExternalCorrelationKind)
-    external_id = 8  # uint64
-    correlation_id = 16  # uint32
-
-
-# -- external correlation --------------------------------------------------------------------------
-# Kineto (torch.profiler) pushes CUSTOM0 (ops) and CUSTOM1 (record_function); Lepton owns CUSTOM2.
-EXT_KIND_CUSTOM2 = 5
-
 # -- callback API (cupti_callbacks.h) --------------------------------------------------------------
 CB_DOMAIN_DRIVER_API = 1
 CB_DOMAIN_RUNTIME_API = 2
@@ -128,9 +116,8 @@ ACTIVITY_FLAG_FLUSH_FORCED = 1
 # zeroing each one itself "in the main thread", which the header says stalls the launch path.
 ATTR_ZEROED_OUT_ACTIVITY_BUFFER = 5
 
-# -- the launch APIs whose records carry external correlation (cupti-notes §3.3) -----------------
-# CUPTI emits EXTERNAL_CORRELATION records only in front of API records, so these APIs need their
-# API records on; every other API's stay off (whole domains cost ≈25 records per launch pair).
+# -- the launch APIs, whose records give each kernel its launching thread and time ---------------
+# Every other API's records stay off (whole domains cost ≈25 records per launch pair).
 DRIVER_LAUNCH_CBIDS = (
     115,  # cuLaunch
     116,  # cuLaunchGrid

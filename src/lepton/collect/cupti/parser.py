@@ -3,8 +3,8 @@ machines with no GPU.
 
 A CUPTI buffer is a chain of records, each starting with its 4-byte `kind` and as long as its kind's
 struct; records are 8-byte aligned and follow one another with no gap. Walking it one record at a
-time in Python costs ≈1 µs per record, and a launch leaves three records (API, external
-correlation, kernel), so a million kernels would take seconds. Instead `walk` finds the chain for
+time in Python costs ≈1 µs per record, and a launch leaves two records (its API call's and its
+kernel's), so a million kernels would take seconds. Instead `walk` finds the chain for
 the whole buffer at once:
 
 1. read the 32-bit word at every 8-byte slot and look it up in the per-kind size table: every slot
@@ -97,8 +97,8 @@ def _unbroken_prefix(cand: np.ndarray, nxt: np.ndarray) -> tuple[np.ndarray, int
 
 @dataclass
 class Records:
-    """The fields Lepton uses, of every kernel, API and external-correlation record of a buffer,
-    as columns (CUPTI clock, not yet converted)."""
+    """The fields Lepton uses, of every kernel and API record of a buffer, as columns (CUPTI
+    clock, not yet converted)."""
 
     # kernels (CONCURRENT_KERNEL / KERNEL)
     k_start: np.ndarray  # uint64 ns
@@ -111,16 +111,13 @@ class Records:
     # API records (DRIVER / RUNTIME / INTERNAL_LAUNCH_API)
     a_corr: np.ndarray  # uint32
     a_start: np.ndarray  # uint64 ns
-    # external correlation records
-    e_corr: np.ndarray  # uint32
-    e_kind: np.ndarray  # uint32
-    e_id: np.ndarray  # uint64
+    a_thread: np.ndarray  # uint32: pthread_self() of the launching thread, cut to 32 bits
 
     @classmethod
     def empty(cls) -> Records:
         z = np.zeros(0, np.uint64)
         z32 = np.zeros(0, np.uint32)
-        return cls(z, z, z32, z32, z32, z, z, z32, z, z32, z32, z)
+        return cls(z, z, z32, z32, z32, z, z, z32, z, z32)
 
     @classmethod
     def concat(cls, parts: list[Records]) -> Records:
@@ -147,17 +144,15 @@ def _fields(buf: np.ndarray, start: int, chain: np.ndarray, words: np.ndarray) -
     b4, b8 = start >> 2, start >> 3
     kinds = words[chain]
     is_kernel = (kinds == layout.KIND_CONCURRENT_KERNEL) | (kinds == layout.KIND_KERNEL)
-    is_ext = kinds == layout.KIND_EXTERNAL_CORRELATION
     is_api = (kinds == layout.KIND_RUNTIME) | (kinds == layout.KIND_DRIVER)
     is_api |= kinds == layout.KIND_INTERNAL_LAUNCH_API
-    k, a, e = chain[is_kernel], chain[is_api], chain[is_ext]
-    K, A, E = layout.Kernel, layout.Api, layout.ExtCorr
+    k, a = chain[is_kernel], chain[is_api]
+    K, A = layout.Kernel, layout.Api
     return Records(
         k_start=u64[b8 + k + K.start // 8], k_end=u64[b8 + k + K.end // 8],
         k_device=words[k + K.device_id // 8], k_stream=words[k + K.stream_id // 8],
         k_corr=u32[b4 + 2 * k + K.correlation_id // 4], k_name_ptr=u64[b8 + k + K.name // 8],
         k_graph_node=u64[b8 + k + K.graph_node_id // 8],
         a_corr=words[a + A.correlation_id // 8], a_start=u64[b8 + a + A.start // 8],
-        e_corr=words[e + E.correlation_id // 8], e_kind=u32[b4 + 2 * e + E.external_kind // 4],
-        e_id=u64[b8 + e + E.external_id // 8],
+        a_thread=u32[b4 + 2 * a + A.thread_id // 4],
     )

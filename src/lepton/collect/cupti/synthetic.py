@@ -13,7 +13,8 @@ import numpy as np
 
 from . import layout
 
-K, A, E = layout.Kernel, layout.Api, layout.ExtCorr
+K, A = layout.Kernel, layout.Api
+THREAD_ID = 4243  # the launching thread of synthetic API records
 
 # Offsets of Kernel10 fields the parser never reads but that occupy 8-byte slot starts.
 _REGISTERS = 6  # uint16
@@ -25,15 +26,15 @@ _LOCAL_MEMORY_TOTAL = 88
 _CLUSTER_Y = 176
 
 
-def pack(kinds, kernel: dict | None = None, api: dict | None = None, ext: dict | None = None,
+def pack(kinds, kernel: dict | None = None, api: dict | None = None,
          sizes: dict[int, int] | None = None) -> np.ndarray:
     """One buffer holding records of `kinds` in that order.
 
     The i-th kernel record (kind 3 or 10) takes the i-th value of every array in `kernel` (keys:
     `start, end, device_id, stream_id, correlation_id, name, graph_node_id, grid_x, block_x,
-    grid_id`); likewise `api` (`start, end, correlation_id, cbid, thread_id`) for kinds 4/5/48 and
-    `ext` (`external_kind, external_id, correlation_id`) for kind 39. Any other kind gets a record of
-    `sizes[kind]` bytes holding only its kind (what the parser must step over). Missing fields are 0.
+    grid_id`); likewise `api` (`start, end, correlation_id, cbid, thread_id`) for kinds 4/5/48. Any
+    other kind gets a record of `sizes[kind]` bytes holding only its kind (what the parser must step
+    over). Missing fields are 0.
     """
     kinds = np.asarray(kinds, dtype=np.int64)
     all_sizes = {**layout.RECORD_SIZE, **(sizes or {})}
@@ -82,14 +83,8 @@ def pack(kinds, kernel: dict | None = None, api: dict | None = None, ext: dict |
         put(u64, ao, A.start, api.get("start"), 8)
         put(u64, ao, A.end, api.get("end"), 8)
         put(u32, ao, A.process_id, api.get("process_id", np.full(len(ao), 4242)), 4)
-        put(u32, ao, A.thread_id, api.get("thread_id", np.full(len(ao), 4243)), 4)
+        put(u32, ao, A.thread_id, api.get("thread_id", np.full(len(ao), THREAD_ID)), 4)
         put(u32, ao, A.correlation_id, api.get("correlation_id"), 4)
-    eo = offsets[kinds == layout.KIND_EXTERNAL_CORRELATION]
-    if len(eo):
-        ext = ext or {}
-        put(u32, eo, E.external_kind, ext.get("external_kind", np.full(len(eo), layout.EXT_KIND_CUSTOM2)), 4)
-        put(u64, eo, E.external_id, ext.get("external_id"), 8)
-        put(u32, eo, E.correlation_id, ext.get("correlation_id"), 4)
     return buf
 
 
@@ -99,34 +94,34 @@ def record_size_of(buf: np.ndarray, offset: int, sizes: dict[int, int] | None = 
     return {**layout.RECORD_SIZE, **(sizes or {})}.get(kind, 0)
 
 
-def launch_stream(n: int, *, lag: int = 64, ext_ids=None, names=None, t0: int = 1_000_000_000,
+def launch_stream(n: int, *, lag: int = 64, paths=None, names=None, t0: int = 1_000_000_000,
                   period_ns: int = 5_000, duration_ns: int = 2_000, first_corr: int = 1,
-                  device_id=0, stream_id=7, api_kind: int = layout.KIND_RUNTIME):
-    """`n` launches as CUPTI writes them: per launch an external-correlation record (when its
-    `ext_ids[i]` > 0) and an API record at launch time, and its kernel record `lag` launches later
-    (kernels complete after later launches were issued). Returns `(kinds, kernel, api, ext)` for
-    `pack`, plus the per-launch truth `(corr, ext_id, name_ptr)`."""
+                  device_id=0, stream_id=7, api_kind: int = layout.KIND_RUNTIME, thread_id: int = THREAD_ID):
+    """`n` launches from thread `thread_id` as CUPTI writes them: per launch an API record at
+    launch time, and its kernel record `lag` launches later (kernels complete after later launches
+    were issued). Returns `(kinds, kernel, api)` for `pack`, the per-launch truth `(corr, paths,
+    name_ptr)`, and the thread's time line `{thread_id: (times, paths)}` (what
+    `timeline.ThreadTimelines.marks_by_thread` gives) putting launch i in `paths[i]`."""
     corr = np.arange(first_corr, first_corr + n, dtype=np.int64)
-    ext_ids = np.zeros(n, np.int64) if ext_ids is None else np.asarray(ext_ids, np.int64)
+    paths = np.zeros(n, np.int64) if paths is None else np.asarray(paths, np.int64)
     names = np.full(n, 0x7F00_0000_1000, np.uint64) if names is None else np.asarray(names, np.uint64)
     launch = t0 + corr * period_ns
-    has_ext = ext_ids > 0
-    # Event times: launch i at 2i (ext record just before its API record), kernel at 2(i+lag)+1.
-    ev_time = np.concatenate((2 * corr[has_ext] - 0.5, 2 * corr, 2 * (corr + lag) + 1))
-    ev_kind = np.concatenate((np.full(has_ext.sum(), layout.KIND_EXTERNAL_CORRELATION),
-                              np.full(n, api_kind), np.full(n, layout.KIND_CONCURRENT_KERNEL)))
+    # Event times: launch i at 2i, kernel at 2(i+lag)+1.
+    ev_time = np.concatenate((2 * corr, 2 * (corr + lag) + 1))
+    ev_kind = np.concatenate((np.full(n, api_kind), np.full(n, layout.KIND_CONCURRENT_KERNEL)))
     order = np.argsort(ev_time, kind="stable")
     kinds = ev_kind[order]
     kernel = {"start": launch + 10_000, "end": launch + 10_000 + duration_ns,
-                  "device_id": np.broadcast_to(np.asarray(device_id), (n,)),
-                  "stream_id": np.broadcast_to(np.asarray(stream_id), (n,)),
-                  "correlation_id": corr, "name": names, "grid_id": corr}
-    api = {"start": launch, "end": launch + 3_000, "correlation_id": corr}
-    ext = {"external_id": ext_ids[has_ext], "correlation_id": corr[has_ext]}
-    return kinds, kernel, api, ext, (corr, ext_ids, names)
+              "device_id": np.broadcast_to(np.asarray(device_id), (n,)),
+              "stream_id": np.broadcast_to(np.asarray(stream_id), (n,)),
+              "correlation_id": corr, "name": names, "grid_id": corr}
+    api = {"start": launch, "end": launch + 3_000, "correlation_id": corr,
+           "thread_id": np.full(n, thread_id, np.uint32)}
+    marks = {thread_id: (launch - period_ns // 2, paths)}  # each launch's path set just before it
+    return kinds, kernel, api, (corr, paths, names), marks
 
 
-def split(kinds, kernel: dict, api: dict, ext: dict, max_bytes: int) -> list[np.ndarray]:
+def split(kinds, kernel: dict, api: dict, max_bytes: int) -> list[np.ndarray]:
     """`pack`s a record stream into buffers of at most `max_bytes`, cut at record boundaries as
     CUPTI fills its buffers."""
     kinds = np.asarray(kinds)
@@ -140,8 +135,7 @@ def split(kinds, kernel: dict, api: dict, ext: dict, max_bytes: int) -> list[np.
         cuts.append(max(int(np.searchsorted(ends, base + max_bytes, side="right")), cuts[-1] + 1))
     is_k = np.isin(kinds, layout.KERNEL_KINDS)
     is_a = np.isin(kinds, layout.API_KINDS)
-    is_e = kinds == layout.KIND_EXTERNAL_CORRELATION
-    ck, ca, ce = np.cumsum(is_k), np.cumsum(is_a), np.cumsum(is_e)
+    ck, ca = np.cumsum(is_k), np.cumsum(is_a)
 
     def part(d: dict, cum, lo, hi):
         a = cum[lo - 1] if lo else 0
@@ -150,5 +144,5 @@ def split(kinds, kernel: dict, api: dict, ext: dict, max_bytes: int) -> list[np.
 
     out = []
     for lo, hi in itertools.pairwise(cuts):
-        out.append(pack(kinds[lo:hi], part(kernel, ck, lo, hi), part(api, ca, lo, hi), part(ext, ce, lo, hi)))
+        out.append(pack(kinds[lo:hi], part(kernel, ck, lo, hi), part(api, ca, lo, hi)))
     return out

@@ -1,0 +1,101 @@
+"""The threads' time lines that CUPTI launches are attributed with: marks written by the scope
+hooks, and the path of a (thread, time)."""
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+
+from lepton.collect.cupti.timeline import ThreadTimelines, cupti_thread_id, paths_at
+
+
+def ticking_clock(start=1000, step=10):
+    ticks = itertools.count(start, step)
+    return lambda: next(ticks)
+
+
+def test_a_thread_is_in_the_path_of_its_last_mark_and_back_in_the_parent_after_a_pop():
+    tl = ThreadTimelines(clock=ticking_clock())
+    tl.push(5)  # t=1000
+    tl.push(6)  # t=1010
+    tl.pop()  # t=1020: back in 5
+    tl.pop()  # t=1030: outside every scope
+    me = cupti_thread_id()
+    times = np.array([999, 1000, 1005, 1010, 1019, 1020, 1029, 1030, 5000])
+    got = tl.paths_at(np.full(len(times), me), times)
+    assert got.tolist() == [0, 5, 5, 6, 6, 5, 5, 0, 0]
+
+
+def test_each_thread_has_its_own_time_line():
+    tl = ThreadTimelines(clock=ticking_clock())
+    ids = {}
+    ready = threading.Barrier(2)
+
+    def work(path):
+        ready.wait()
+        tl.push(path)
+        ids[path] = cupti_thread_id()
+
+    threads = [threading.Thread(target=work, args=(p,)) for p in (7, 8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = tl.paths_at(np.array([ids[7], ids[8], 12345]), np.array([10**9] * 3))
+    assert got.tolist() == [7, 8, 0]
+
+
+def test_threads_sharing_an_id_one_after_the_other_are_merged_by_time():
+    """glibc may hand a new thread the pthread id of one that ended."""
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 42)
+
+    def first():
+        tl.push(1)  # 1000
+        tl.pop()  # 1010
+
+    def second():
+        tl.push(2)  # 1020
+
+    for fn in (first, second):
+        t = threading.Thread(target=fn)
+        t.start()
+        t.join()
+    got = tl.paths_at(np.full(4, 42), np.array([1005, 1015, 1025, 999]))
+    assert got.tolist() == [1, 0, 2, 0]
+
+
+def test_a_mark_copied_half_written_is_left_out():
+    tl = ThreadTimelines(clock=ticking_clock())
+    tl.push(3)
+    log = tl._logs[0]
+    log.marks.append(2000)  # the time of a mark whose path is not appended yet
+    times, paths = tl.marks_by_thread()[log.thread_id]
+    assert times.tolist() == [1000] and paths.tolist() == [3]
+
+
+def test_marks_out_of_time_order_are_sorted():
+    """The wall clock can be set back; the marks are then sorted before the lookup."""
+    clock = iter([1000, 500, 2000])
+    tl = ThreadTimelines(clock=lambda: next(clock), thread_id=lambda: 1)
+    tl.push(1)
+    tl.push(2)
+    tl.push(3)
+    times, paths = tl.marks_by_thread()[1]
+    assert times.tolist() == [500, 1000, 2000] and paths.tolist() == [2, 1, 3]
+
+
+def test_forgetting_keeps_the_mark_in_force_and_everything_after():
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 9)
+    for p in (1, 2, 3, 4):
+        tl.push(p)  # 1000, 1010, 1020, 1030
+    tl.forget_before(1025)
+    times, paths = tl.marks_by_thread()[9]
+    assert times.tolist() == [1020, 1030] and paths.tolist() == [3, 4]
+    assert tl.paths_at(np.array([9, 9]), np.array([1026, 1031])).tolist() == [3, 4]
+
+
+def test_paths_at_gives_root_before_a_threads_first_mark_and_for_unknown_threads():
+    marks = {1: (np.array([100, 200]), np.array([5, 6]))}
+    got = paths_at(marks, np.array([1, 1, 1, 2]), np.array([50, 150, 250, 150]))
+    assert got.tolist() == [0, 5, 6, 0]
