@@ -136,6 +136,47 @@ def test_kernels_land_under_their_scopes_when_profiling_starts_after_cuda_init(t
     check_scoped_work(tmp_path, out)
 
 
+def test_cupti_timestamps_are_the_wall_clock_that_the_time_lines_use(tmp_path):
+    """The time lines compare launch times from CUPTI with scope marks from time.time_ns(): CUPTI's
+    clock must be that clock, with no drift (checked 5 s apart)."""
+    out = run(tmp_path, """
+        from lepton.collect.cupti.bindings import Cupti
+        x, y, z = tensors()
+        add(x, y, z)
+        cupti = Cupti()
+        def offset():
+            best = None
+            for _ in range(20):
+                t0 = time.time_ns(); ts = cupti.timestamp(); t1 = time.time_ns()
+                if best is None or t1 - t0 < best[0]:
+                    best = (t1 - t0, ts - (t0 + t1) // 2)
+            return best
+        first = offset()
+        time.sleep(5)
+        result(first=first, second=offset())
+        """)
+    for bracket, off in (out["first"], out["second"]):
+        assert abs(off) <= bracket, out
+
+
+def test_launches_right_after_entering_and_before_leaving_a_scope_land_in_it(tmp_path):
+    """Scope changes and launches back to back on one thread: the time line must order them."""
+    out = run(tmp_path, """
+        x, y, z = tensors()
+        add(x, y, z)
+        proton.start("prof", backend="cupti")
+        for i in range(2000):
+            with proton.scope("even" if i % 2 == 0 else "odd"):
+                add(x, y, z)
+        proton.finalize()
+        result()
+        """)
+    flat, _ = tree(tmp_path / "prof.hatchet")
+    assert kernels_under(flat, ("even",)) == {"add_kernel": 1000}
+    assert kernels_under(flat, ("odd",)) == {"add_kernel": 1000}
+    assert kernels_under(flat, ()) == {}
+
+
 def test_launches_from_100_threads_each_land_under_their_own_thread_scope(tmp_path):
     run(tmp_path, """
         x, y, z = tensors()
