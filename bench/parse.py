@@ -20,6 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 from lepton.collect.cupti import synthetic, timeline
+from lepton.collect.cupti.clock import ClockMap
 from lepton.collect.cupti.collector import Collector
 
 BUFFER_BYTES = 8 << 20  # what the backend hands CUPTI
@@ -55,12 +56,9 @@ def parse_1m_s(n: int = 1_000_000, repeat: int = 3) -> float:
         sink = _BackendSink(RUNTIME, FakeBackend.instances[-1])
         session = next(iter(RUNTIME.sessions.values()))
         # Synthetic CUPTI timestamps start near 0; the offset puts them just after the session's
-        # start, as the backend's clock offset puts real ones on the time.time_ns() line (where the
-        # runtime's time line is).
-        offset = time.time_ns()
-        host_marks = {tid: (times + offset, paths) for tid, (times, paths) in marks.items()}
-        col = Collector(sink, names.__getitem__, functools.partial(timeline.paths_at, host_marks),
-                        clock_offset_ns=offset)
+        # start, on the time.time_ns() line, as a foreign CUPTI clock's map does.
+        col = Collector(sink, names.__getitem__, functools.partial(timeline.paths_at, marks),
+                        clock=ClockMap.offset(time.time_ns()))
         t0 = time.perf_counter()
         for i in range(0, len(bufs), 4):  # the backend processes every 4 completed buffers
             for b in bufs[i:i + 4]:

@@ -29,8 +29,10 @@ class FakeCupti:
 
     path, version = "fake", 130001
 
-    def __init__(self, busy: bool = False) -> None:
+    def __init__(self, busy: bool = False, tsc: bool = False) -> None:
         self.busy = busy
+        self.tsc = tsc  # timestamps from a foreign source (torch.profiler's TSC): 3 ticks per ns
+        self.thread_ids = 0
         self.subscribed = False
         self.enabled: set[int] = set()
         self.api_switches: dict[tuple[str, int], bool] = {}
@@ -83,7 +85,18 @@ class FakeCupti:
         return n
 
     def timestamp(self):
+        if self.tsc:
+            return (time.time_ns() - 1_700_000_000_000_000_000) * 3
         return time.time_ns()  # CUPTI's clock is CLOCK_REALTIME
+
+    def fast_timestamp(self):
+        return self.timestamp
+
+    def thread_id_type(self):
+        return self.thread_ids
+
+    def set_thread_id_type(self, kind):
+        self.thread_ids = kind
 
     def graph_node_id(self, node):
         return node + 1000
@@ -125,7 +138,7 @@ class FakeCupti:
                 return corr
             self._records.append((layout.KIND_RUNTIME, {
                 "start": now, "end": now + 500, "correlation_id": corr, "cbid": 211,
-                "thread_id": threading.get_ident() & 0xFFFF_FFFF}))
+                "thread_id": threading.get_native_id() if self.thread_ids == 1 else threading.get_ident() & 0xFFFF_FFFF}))
             for node in graph_nodes:
                 self._records.append((layout.KIND_CONCURRENT_KERNEL, {
                     "start": now + 10_000, "end": now + 10_000 + duration_ns, "correlation_id": corr,
@@ -155,7 +168,7 @@ def fake_cupti(monkeypatch):
     made = {}
 
     def factory(mode, busy=False, initialized=True):
-        made["cupti"] = FakeCupti(busy=made.get("busy", False))
+        made["cupti"] = FakeCupti(busy=made.get("busy", False), tsc=made.get("tsc", False))
         made["driver"] = FakeDriver(initialized=made.get("initialized", True))
         made["backend"] = cupti_backend.CuptiBackend(mode, cupti=made["cupti"], driver=made["driver"])
         return made["backend"]
@@ -220,6 +233,26 @@ def test_kernels_from_many_threads_land_under_each_threads_own_scope(fake_cupti)
     for i in range(20):
         assert child(child(root, f"t{i}"), "add_kernel")["metrics"]["count"] == 5
     assert child(root, "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 100
+
+
+def test_with_a_foreign_timestamp_source_kernels_still_land_in_their_scopes_in_nanoseconds(fake_cupti):
+    """torch.profiler leaves its TSC timestamp callback registered: record times are then TSC ticks
+    (here 3 per ns), and the time lines must use that clock too."""
+    fake_cupti["tsc"] = True
+    proton.start("tsc", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    for _ in range(50):
+        with proton.scope("a"):
+            cupti.launch(0x7F00_0000_1000, duration_ns=6000)  # 6000 ticks: 2000 ns
+        with proton.scope("b"):
+            cupti.launch(0x7F00_0000_2000)
+    proton.finalize()
+    root, _ = hatchet("tsc.hatchet")
+    k = child(child(root, "a"), "add_kernel")["metrics"]
+    assert k["count"] == 50
+    assert abs(k["time (ns)"] - 50 * 2000) <= 50 * 20  # the fitted rate: within 1%
+    assert child(child(root, "b"), "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 50
+    assert cupti.thread_ids == 0  # the thread id type is restored for the next client
 
 
 def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti):

@@ -7,6 +7,7 @@ import functools
 import numpy as np
 
 from lepton.collect.cupti import layout, synthetic, timeline
+from lepton.collect.cupti.clock import ClockMap
 from lepton.collect.cupti.collector import Collector
 from lepton.collect.cupti.graphs import GraphNodePaths
 from lepton.model.paths import PathTable
@@ -94,7 +95,7 @@ def test_kernels_land_under_the_scope_pushed_at_their_launch_with_times_converte
     p3 = launch(kinds, kernel, api, marks, corr=3, t=30_000)  # outside every scope
     add_kernels(kinds, kernel, p1 + p2 + p3)
     buf = synthetic.pack(kinds, kernel, api)
-    col = Collector(sink, NAMES.__getitem__, marks.paths_at, clock_offset_ns=5)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at, clock=ClockMap.offset(5))
     col.add_buffer(buf, len(buf))
     assert col.process(flush=False) == 3
     assert sink.rows() == [

@@ -26,7 +26,6 @@ import ctypes
 import os
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from typing import ClassVar
@@ -38,6 +37,7 @@ from ...model.records import DeviceInfo
 from ..backend import Backend
 from . import layout
 from .bindings import BufferCompletedFunc, BufferRequestedFunc, CallbackFunc, Cupti, CuptiBusyError
+from .clock import calibrate
 from .collector import Collector
 from .devices import Driver
 from .graphs import GraphNodePaths
@@ -142,8 +142,8 @@ class CuptiBackend(Backend):
         super().__init__(mode)
         self.cupti = cupti if cupti is not None else Cupti()
         self.driver = driver if driver is not None else Driver()
-        self.timeline = ThreadTimelines()
-        self.push_path, self.pop_path = self.timeline.push, self.timeline.pop
+        self.timeline: ThreadTimelines | None = None
+        self._thread_id_type: int | None = None
         self.collector: Collector | None = None
         self.api_records = ""  # "per-cbid" or "masked": how launch API records were turned on
         self.graph_capture_scopes = False  # whether graph-node callbacks record capture scopes
@@ -176,9 +176,13 @@ class CuptiBackend(Backend):
                 self.graph_capture_scopes = True
                 for cbid in (layout.CBID_RESOURCE_GRAPHNODE_CREATED, layout.CBID_RESOURCE_GRAPHNODE_CLONED):
                     cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
+            self._thread_id_type = cupti.thread_id_type()
+            cupti.set_thread_id_type(layout.THREAD_ID_TYPE_SYSTEM)
+            mark_clock, clock_map = calibrate(cupti.fast_timestamp())
+            self.timeline = ThreadTimelines(clock=mark_clock, thread_id=threading.get_native_id)
+            self.push_path, self.pop_path = self.timeline.push, self.timeline.pop
             self.collector = Collector(self.sink, _kernel_name, self.timeline.paths_at, graphs=GRAPH_NODES,
-                                       record_size=self._record_size,
-                                       clock_offset_ns=self._clock_offset_ns())
+                                       record_size=self._record_size, clock=clock_map)
             _Shared.backend = self
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
             # Registered at every start: torch.profiler registers its own and leaves them.
@@ -210,24 +214,10 @@ class CuptiBackend(Backend):
         self._masked = (off_drv, off_rt)
         self.api_records = "masked"
 
-    def _clock_offset_ns(self) -> int:
-        """`time.time_ns() - cuptiGetTimestamp()`, from the tightest of 5 bracketed readings; 0
-        when the difference is within the bracket: CUPTI reads the same clock (CLOCK_REALTIME,
-        measured), and the time line needs launches and marks on exactly one clock."""
-        best = None
-        for _ in range(5):
-            t0 = time.time_ns()
-            ts = self.cupti.timestamp()
-            t1 = time.time_ns()
-            if best is None or t1 - t0 < best[0]:
-                best = (t1 - t0, (t0 + t1) // 2 - ts)
-        bracket, offset = best
-        return 0 if abs(offset) <= bracket else offset
-
     def _do_flush(self) -> None:
         if self.collector is None:
             return
-        flush_start = time.time_ns()
+        flush_start = self.timeline.clock()
         self.driver.synchronize_all()  # kernels still running get their records too
         self.cupti.flush_all(forced=False)
         self.cupti.flush_all(forced=True)  # also the partly filled buffers
@@ -271,6 +261,9 @@ class CuptiBackend(Backend):
     def _release(self) -> None:
         _Shared.backend = None
         self.python_context = False  # its callbacks go with the subscription
+        if self._thread_id_type is not None:  # as the next client (torch.profiler) left it
+            self.cupti.set_thread_id_type(self._thread_id_type)
+            self._thread_id_type = None
         if self._subscriber is not None:
             try:
                 self.cupti.unsubscribe(self._subscriber)

@@ -9,6 +9,7 @@ from ctypes import POINTER, c_int, c_size_t, c_uint8, c_uint32, c_uint64, c_void
 
 from ...errors import BackendError
 from . import layout
+from .clock import fast_timestamp
 from .library import load_cupti
 
 # CUpti_BuffersCallbackRequestFunc(uint8_t **buffer, size_t *size, size_t *maxNumRecords)
@@ -60,6 +61,8 @@ class Cupti:
             "cuptiGetTimestamp": (c_int, [POINTER(c_uint64)]),
             "cuptiGetGraphNodeId": (c_int, [c_void_p, POINTER(c_uint64)]),
             "cuptiActivitySetAttribute": (c_int, [c_int, POINTER(c_size_t), c_void_p]),
+            "cuptiGetThreadIdType": (c_int, [POINTER(c_int)]),
+            "cuptiSetThreadIdType": (c_int, [c_int]),
         }
         for name, (restype, argtypes) in proto.items():
             fn = getattr(lib, name)
@@ -151,6 +154,19 @@ class Cupti:
         ts = c_uint64(0)
         self.check(self.lib.cuptiGetTimestamp(ctypes.byref(ts)), "cuptiGetTimestamp")
         return ts.value
+
+    def fast_timestamp(self):
+        """`timestamp` without the error check and keeping the GIL: the time lines' clock when
+        CUPTI's is not the wall clock."""
+        return fast_timestamp(self.lib)
+
+    def thread_id_type(self) -> int:
+        t = c_int(0)
+        self.check(self.lib.cuptiGetThreadIdType(ctypes.byref(t)), "cuptiGetThreadIdType")
+        return t.value
+
+    def set_thread_id_type(self, kind: int) -> None:
+        self.check(self.lib.cuptiSetThreadIdType(kind), f"cuptiSetThreadIdType({kind})")
 
     def graph_node_id(self, node: int) -> int:
         nid = c_uint64(0)

@@ -21,10 +21,11 @@ import numpy as np
 
 from ...model.records import UNKNOWN_LAUNCH_NS, KernelBatch, KernelSink
 from . import layout, parser
+from .clock import ClockMap
 from .graphs import GraphNodePaths, replay_parents
 
 PathsAt = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""`(thread ids, host times in ns) -> path id of each`: `timeline.ThreadTimelines.paths_at`."""
+"""`(thread ids, CUPTI times) -> path id of each`: `timeline.ThreadTimelines.paths_at`."""
 
 RecordSizer = Callable[[np.ndarray, int, int], int]
 """`(buffer, valid_bytes, offset) -> size in bytes of the record at offset` (0 if unknown):
@@ -42,13 +43,13 @@ class Collector:
 
     def __init__(self, sink: KernelSink, resolve_name: Callable[[int], str], paths_at: PathsAt, *,
                  graphs: GraphNodePaths | None = None, record_size: RecordSizer | None = None,
-                 clock_offset_ns: int = 0, table_bits: int = 20) -> None:
+                 clock: ClockMap | None = None, table_bits: int = 20) -> None:
         self.sink = sink
         self.paths_at = paths_at
         self.resolve_name = resolve_name
         self.graphs = graphs if graphs is not None else GraphNodePaths()
         self.record_size = record_size
-        self.clock_offset_ns = clock_offset_ns
+        self.clock = clock if clock is not None else ClockMap()
         self.lock = threading.RLock()
         self.table = layout.size_table()
         self.calibrated = record_size is None  # True once the kernel stride was checked with CUPTI
@@ -161,7 +162,7 @@ class Collector:
         key[slot] = corr + 1
         launch = rec.a_start.astype(np.int64)
         self._launch[slot] = launch
-        self._path[slot] = self.paths_at(rec.a_thread, launch + self.clock_offset_ns)
+        self._path[slot] = self.paths_at(rec.a_thread, launch)  # time lines are on CUPTI's clock
 
     def _attribute(self, rec: parser.Records, flush: bool) -> KernelBatch | None:
         corr = rec.k_corr.astype(np.int64)
@@ -197,10 +198,10 @@ class Collector:
             capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])
             parent[in_graph] = replay_parents(self.sink.paths, parent[in_graph], capture)
         names, name_id = self._names_of(rec.k_name_ptr)
-        off = self.clock_offset_ns
+        to_host = self.clock.to_host
         return KernelBatch(
-            parent_path=parent, name_id=name_id, names=names, start_ns=start + off, end_ns=end + off,
-            launch_ns=np.where(launch != 0, launch + off, UNKNOWN_LAUNCH_NS),
+            parent_path=parent, name_id=name_id, names=names, start_ns=to_host(start), end_ns=to_host(end),
+            launch_ns=np.where(launch != 0, to_host(launch), UNKNOWN_LAUNCH_NS),
             device_id=rec.k_device.astype(np.int32), stream_id=rec.k_stream.astype(np.int32),
             correlation_id=corr, device_type="CUDA")
 
