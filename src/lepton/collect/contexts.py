@@ -68,66 +68,78 @@ class ShadowStacks:
         return self.effective(t, t.stack[-1])
 
 
-# Keyed by id(code), never by the code object: hashing a code object hashes its bytecode and
-# constants (≈2 µs per lookup measured on the H200, most of the python context's cost per launch).
-# `_codes` keeps every code object seen alive, so that its id is never reused.
-_frame_ids: dict[tuple[int, int, int], int] = {}  # (parent path, id(code), f_lasti) -> path
-_codes: dict[int, object] = {}
-_hidden: dict[tuple[str, ...], dict[int, bool]] = {}  # folded dirs -> id(code) -> folded?
+# Stacks are keyed by id(code), never by the code object: hashing a code object hashes its
+# bytecode and constants (≈2 µs per lookup, measured on the H200). `_codes` keeps every code object
+# seen alive, so that its id is never reused.
+_stack_ids: dict[tuple[int, ...], int] = {}  # (id(table), id(code), f_lasti, ...) -> path
+_codes: dict[int, object] = {}  # ids in `_stack_ids` -> their objects (code objects, path tables)
+_hidden: dict[tuple[str, ...], dict[str, bool]] = {}  # folded dirs -> file name -> folded?
 _folded: tuple[str, ...] | None = None
+_folded_missing: tuple[str, ...] = ()  # packages not imported when `_folded` was computed
 
 
 def folded_dirs() -> tuple[str, ...]:
     """Folders whose frames the python context leaves out: Lepton's own, and Triton's and torch's
     runtime (Proton shows `triton/runtime/jit.py` and `driver.py` frames above every Triton kernel).
-    `LEPTON_KEEP_LIBRARY_FRAMES=1` keeps Triton's and torch's."""
-    global _folded
-    if _folded is not None:
+    `LEPTON_KEEP_LIBRARY_FRAMES=1` keeps Triton's and torch's. Recomputed only when one of them
+    has been imported since (this runs on every launch)."""
+    global _folded, _folded_missing
+    if _folded is not None and not any(pkg in sys.modules for pkg in _folded_missing):
         return _folded
     dirs = [_LEPTON_DIR]
-    complete = True
+    missing = []
     if os.environ.get("LEPTON_KEEP_LIBRARY_FRAMES", "").strip().lower() not in ("1", "true", "on", "yes"):
         for pkg in ("triton", "torch"):
             mod = sys.modules.get(pkg)
             if mod is None or not getattr(mod, "__file__", None):
-                complete = False
+                missing.append(pkg)
                 continue
             dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
-    result = tuple(dirs)
-    if complete:
-        _folded = result  # cache only once both are imported: they may be imported later
-    return result
+    _folded, _folded_missing = tuple(dirs), tuple(missing)
+    return _folded
 
 
 def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None) -> int:
     """The path id of the caller's Python stack, named `<file>:<line>@<function>` outermost first,
-    frames inside `skip_dirs` (default: `folded_dirs()`) left out. Interned per (parent, code,
-    instruction) so that a repeated stack costs a dict lookup per frame, not a string format."""
+    frames inside `skip_dirs` (default: `folded_dirs()`) left out.
+
+    This runs on every launch of a python-context session, so a stack seen before costs one walk
+    and one dict lookup: the walk collects `(id(code), f_lasti)` of the frames kept (`f_lineno`
+    would scan each code's line table, ≈0.25 µs a frame) and the tuple of them is the key."""
     skip = folded_dirs() if skip_dirs is None else skip_dirs
     hidden = _hidden.get(skip)
     if hidden is None:
         hidden = _hidden[skip] = {}
-    frames = []
+    signature = [id(paths)]
     f = sys._getframe(1)
     while f is not None:
         code = f.f_code
-        h = hidden.get(id(code))
+        name = code.co_filename
+        h = hidden.get(name)
         if h is None:
-            h = hidden[id(code)] = code.co_filename.startswith(skip)
-            _codes[id(code)] = code
+            h = hidden[name] = name.startswith(skip)
         if not h:
-            frames.append(f)
+            signature.append(id(code))
+            signature.append(f.f_lasti)
+        f = f.f_back
+    key = tuple(signature)
+    pid = _stack_ids.get(key)
+    if pid is None:
+        _codes[id(paths)] = paths
+        pid = _stack_ids[key] = _intern_stack(paths, sys._getframe(1), hidden)
+    return pid
+
+
+def _intern_stack(paths: PathTable, f, hidden: dict[str, bool]) -> int:
+    """The path of the stack from frame `f` outwards, frames of folded files left out."""
+    kept = []
+    while f is not None:
+        if not hidden[f.f_code.co_filename]:
+            kept.append(f)
         f = f.f_back
     pid = ROOT
-    ids = _frame_ids
-    for f in reversed(frames):
+    for f in reversed(kept):
         code = f.f_code
-        # Keyed by the instruction offset: `f_lineno` scans the code's line table (≈0.25 µs a
-        # frame, measured), `f_lasti` is a field; the line is looked up once per new offset.
-        key = (pid, id(code), f.f_lasti)
-        nxt = ids.get(key)
-        if nxt is None:
-            _codes[id(code)] = code
-            nxt = ids[key] = paths.child(pid, f"{code.co_filename}:{f.f_lineno}@{code.co_name}")
-        pid = nxt
+        _codes[id(code)] = code
+        pid = paths.child(pid, f"{code.co_filename}:{f.f_lineno}@{code.co_name}")
     return pid
