@@ -395,8 +395,10 @@ class Runtime:
         t = self.shadow.local
         if not hasattr(t, "stack"):
             t = self.init_thread()
-        base = python_path(self.paths) if self.python_sessions else \
-            t.stack[-1] if t.state is None else self.shadow.effective(t, t.stack[-1])
+        return self._enter_op(t, name, metrics, properties)
+
+    def _enter_op(self, t, name: str, metrics: tuple | None, properties: dict | None) -> int:
+        base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
         op = self._ops.get((base, name))
         if op is None:
             op = self._ops[(base, name)] = self.paths.op(base, name)
@@ -417,8 +419,10 @@ class Runtime:
     def enter_transient_state(self, names: tuple[str, ...]):
         """Sets the thread's state for a short region (launch-metadata evaluation) with one push
         instead of the two replace-the-top pairs a plain state change costs; returns a token for
-        `exit_transient_state`."""
-        t = self.shadow.thread()
+        `exit_transient_state` or `op_after_transient_state`."""
+        t = self.shadow.local
+        if not hasattr(t, "stack"):
+            t = self.init_thread()
         previous = t.state
         t.state = names
         if self.push is not None:
@@ -433,6 +437,18 @@ class Runtime:
             t.pushed.pop()
             self.pop()
         t.state = previous
+
+    def op_after_transient_state(self, previous, name: str, metrics: tuple | None = None,
+                                 properties: dict | None = None) -> int:
+        """`exit_transient_state(previous)` then `enter_op(...)`: the hook's path from the
+        metadata evaluation to the launch, with one thread lookup."""
+        t = self.shadow.local
+        pushed = t.pushed
+        if self.pop is not None and pushed:
+            pushed.pop()
+            self.pop()
+        t.state = previous
+        return self._enter_op(t, name, metrics, properties)
 
     def exit_op(self, op: int) -> None:
         t = self.shadow.thread()

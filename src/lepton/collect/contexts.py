@@ -35,6 +35,7 @@ class ShadowStacks:
         self._main_stack: list[int] | None = None
         self._lanes = 0
         self._lock = threading.Lock()
+        self._with_state: dict[tuple[int, tuple[str, ...]], int] = {}
 
     def set_main_thread(self) -> None:
         """The calling thread becomes the one new threads inherit their stack from."""
@@ -60,8 +61,15 @@ class ShadowStacks:
         return t
 
     def effective(self, t: ThreadState, pid: int) -> int:
-        """The path kernels and metrics land on inside scope `pid`: the state, if set, is appended."""
-        return pid if t.state is None else self.paths.extend(pid, t.state)
+        """The path kernels and metrics land on inside scope `pid`: the state, if set, is appended
+        (remembered per (scope, state): the launch hook sets a state on every launch)."""
+        state = t.state
+        if state is None:
+            return pid
+        eff = self._with_state.get((pid, state))
+        if eff is None:
+            eff = self._with_state[(pid, state)] = self.paths.extend(pid, state)
+        return eff
 
     def current(self) -> int:
         t = self.thread()

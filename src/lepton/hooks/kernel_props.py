@@ -76,6 +76,16 @@ def _occupancy(function: int, threads: int, shared_bytes: int) -> int | None:
     return blocks.value if rc == 0 else None
 
 
+def properties_of_launch(function) -> dict[str, int] | None:
+    """The properties of the kernel being launched on this thread, whose CUfunction is `function`
+    (cached per function, so the compiled kernel is only needed at its first launch)."""
+    props = _cache.get(function) if function else None
+    if props is not None:
+        return props
+    kernel = take_current_kernel()
+    return properties(kernel) if kernel is not None else None
+
+
 def properties(kernel) -> dict[str, int]:
     """The property metrics of a compiled kernel (cached per kernel object)."""
     key = getattr(kernel, "function", None) or id(kernel)  # a loaded CUfunction is unique

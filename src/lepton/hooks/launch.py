@@ -64,32 +64,33 @@ class LaunchHook:
         rt = RUNTIME
         if not rt.active or getattr(tls, "busy", False):
             return
+        data = metadata.data
+        raw_name = data.get("name")
+        if self._filtering and not self._wanted(raw_name):
+            return
         tls.busy = True
         try:
-            raw_name = metadata.data.get("name")
-            if self._filtering and not self._wanted(raw_name):
-                return
             previous = rt.enter_transient_state((COMPUTE_METADATA_SCOPE_NAME, str(raw_name)))
             try:
                 values = metadata.get()
-            finally:
+                name = values.get("name", raw_name)
+                if self._filtering and name != raw_name and not self._wanted(name):
+                    rt.exit_transient_state(previous)
+                    return
+                metrics = []
+                for key, value in values.items():
+                    t = type(value)
+                    if t is float or t is int:
+                        if key not in _RESERVED_KEYS:
+                            metrics.append((key, value))
+                    elif key not in _RESERVED_KEYS and _is_metric_value(value):
+                        value = to_python_value(value)  # tensors, numpy values: plain numbers now
+                        metrics.append((key, tuple(value) if isinstance(value, list) else value))
+                props = kernel_props.properties_of_launch(data.get("function"))
+            except BaseException:
                 rt.exit_transient_state(previous)
-            name = values.get("name", raw_name)
-            if self._filtering and name != raw_name and not self._wanted(name):
-                return
-            metrics = []
-            for key, value in values.items():
-                if key in _RESERVED_KEYS:
-                    continue
-                t = type(value)
-                if t is float or t is int:
-                    metrics.append((key, value))
-                elif _is_metric_value(value):  # tensors, numpy values: to plain numbers now
-                    value = to_python_value(value)
-                    metrics.append((key, tuple(value) if isinstance(value, list) else value))
-            kernel = kernel_props.take_current_kernel()
-            props = kernel_props.properties(kernel) if kernel is not None else None
-            tls.op = rt.enter_op(str(name), tuple(metrics), props)
+                raise
+            tls.op = rt.op_after_transient_state(previous, str(name), tuple(metrics), props)
         finally:
             tls.busy = False
 
