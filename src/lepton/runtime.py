@@ -346,8 +346,9 @@ class Runtime:
             pushed.pop()
             for pop in self.poppers:
                 pop()
-            # Common case: the parent's entry is already on top of the backend's stack.
-            if t.state is None and pushed and pushed[-1] == stack[-1] and len(pushed) == len(stack) - 1:
+            # Common case: the parent's entry is already on top of the backend's stack (or, back
+            # outside every scope, nothing is).
+            if t.state is None and len(pushed) == len(stack) - 1 and (not pushed or pushed[-1] == stack[-1]):
                 return popped
         self.sync_backend_stack(t)
         return popped

@@ -92,8 +92,12 @@ def folded_dirs() -> tuple[str, ...]:
     `LEPTON_KEEP_LIBRARY_FRAMES=1` keeps Triton's and torch's. Recomputed only when one of them
     has been imported since (this runs on every launch)."""
     global _folded, _folded_missing
-    if _folded is not None and not any(pkg in sys.modules for pkg in _folded_missing):
-        return _folded
+    if _folded is not None:
+        for pkg in _folded_missing:
+            if pkg in sys.modules:
+                break
+        else:
+            return _folded
     dirs = [_LEPTON_DIR]
     missing = []
     if os.environ.get("LEPTON_KEEP_LIBRARY_FRAMES", "").strip().lower() not in ("1", "true", "on", "yes"):
