@@ -99,3 +99,30 @@ def test_paths_at_gives_root_before_a_threads_first_mark_and_for_unknown_threads
     marks = {1: (np.array([100, 200]), np.array([5, 6]))}
     got = paths_at(marks, np.array([1, 1, 1, 2]), np.array([50, 150, 250, 150]))
     assert got.tolist() == [0, 5, 6, 0]
+
+
+def test_lookups_after_more_marks_see_old_and_new_marks_alike():
+    """The numpy mirror of a log grows as marks come; every lookup sees all of them."""
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 5)
+    seen = []
+    for round_ in range(3):
+        for p in range(1, 1500):
+            tl.push(round_ * 10_000 + p)
+            tl.pop()
+        times, paths = tl.marks_by_thread()[5]
+        seen.append(len(times))
+        # the mark of push p of this round is at an even index
+        assert tl.paths_at(np.array([5]), np.array([times[-2]])).tolist() == [round_ * 10_000 + 1499]
+    assert seen == [2998, 5996, 8994]
+    assert tl.paths_at(np.array([5]), np.array([1000])).tolist() == [1]
+
+
+def test_forgetting_then_marking_again_keeps_lookups_right():
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 9)
+    for p in (1, 2, 3):
+        tl.push(p)  # 1000, 1010, 1020
+    tl.marks_by_thread()
+    tl.forget_before(1015)
+    tl.push(4)  # 1030
+    times, paths = tl.marks_by_thread()[9]
+    assert times.tolist() == [1010, 1020, 1030] and paths.tolist() == [2, 3, 4]

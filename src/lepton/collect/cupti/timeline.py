@@ -37,14 +37,48 @@ def cupti_thread_id() -> int:
 
 
 class _ThreadLog:
-    """One thread's path stack (as pushed) and its marks: `[t0, path0, t1, path1, ...]`."""
+    """One thread's path stack (as pushed) and its marks: `[t0, path0, t1, path1, ...]`, appended
+    by the thread itself; `times`/`paths` mirror them as numpy arrays for the lookups."""
 
-    __slots__ = ("marks", "stack", "thread_id")
+    __slots__ = ("in_order", "marks", "mirrored", "paths", "stack", "thread_id", "times")
 
     def __init__(self, thread_id: int) -> None:
         self.thread_id = thread_id
         self.stack: list[int] = []
         self.marks = array("q")
+        self.times = np.zeros(0, np.int64)
+        self.paths = np.zeros(0, np.int64)
+        self.mirrored = 0  # marks mirrored so far
+        self.in_order = True  # False once the clock went back (set by hand) between two marks
+
+    def sync(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(times, paths)` of every complete mark. Copies only the marks appended since the last
+        call (an array slice, atomic under the GIL while the thread appends), into arrays grown by
+        doubling: a long run's lookups stay proportional to its new marks."""
+        tail = self.marks[2 * self.mirrored:]
+        n = len(tail) // 2  # a mark copied between its two appends is taken next time
+        if n:
+            new = np.frombuffer(tail, np.int64, count=2 * n)
+            start, end = self.mirrored, self.mirrored + n
+            if end > len(self.times):
+                size = max(end, 2 * len(self.times), 1024)
+                self.times = np.concatenate((self.times[:start], np.zeros(size - start, np.int64)))
+                self.paths = np.concatenate((self.paths[:start], np.zeros(size - start, np.int64)))
+            self.times[start:end] = new[0::2]
+            self.paths[start:end] = new[1::2]
+            if self.in_order:
+                run = self.times[max(start - 1, 0):end]
+                self.in_order = bool((run[1:] >= run[:-1]).all())
+            self.mirrored = end
+        return self.times[:self.mirrored], self.paths[:self.mirrored]
+
+    def forget(self, count: int) -> None:
+        """Drops the first `count` marks (mirrored ones)."""
+        del self.marks[:2 * count]  # one C call: atomic against the thread's appends
+        kept = self.mirrored - count
+        self.times[:kept] = self.times[count:self.mirrored]
+        self.paths[:kept] = self.paths[count:self.mirrored]
+        self.mirrored = kept
 
 
 class ThreadTimelines:
@@ -94,25 +128,22 @@ class ThreadTimelines:
 
     def marks_by_thread(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """`thread id -> (times, paths)`, each thread's marks in time order. Called from CUPTI's
-        buffer thread while launching threads append: each log is copied in one step (an array
-        slice, atomic under the GIL)."""
+        buffer thread while launching threads append."""
+        by_thread: dict[int, list[_ThreadLog]] = {}
         with self._lock:
-            logs = list(self._logs)
-        by_thread: dict[int, list[np.ndarray]] = {}
-        for log in logs:
-            copy = log.marks[:]
-            if len(copy) % 2:  # copied between the two appends of a mark
-                del copy[-1]
-            marks = np.frombuffer(copy, np.int64)
-            by_thread.setdefault(log.thread_id, []).append(marks)
-        out = {}
-        for tid, parts in by_thread.items():
-            marks = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            times, paths = marks[0::2], marks[1::2]
-            if len(parts) > 1 or (len(times) > 1 and (np.diff(times) < 0).any()):
-                order = np.argsort(times, kind="stable")  # merged threads, or the clock was set back
-                times, paths = times[order], paths[order]
-            out[tid] = (times, paths)
+            for log in self._logs:
+                by_thread.setdefault(log.thread_id, []).append(log)
+            out = {}
+            for tid, logs in by_thread.items():
+                parts = [log.sync() for log in logs]
+                if len(logs) == 1 and logs[0].in_order:
+                    out[tid] = parts[0]
+                    continue
+                # Threads that shared an id one after the other, or a clock set back: sort.
+                times = np.concatenate([t for t, _ in parts])
+                paths = np.concatenate([p for _, p in parts])
+                order = np.argsort(times, kind="stable")
+                out[tid] = (times[order], paths[order])
         return out
 
     def paths_at(self, thread_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -122,12 +153,13 @@ class ThreadTimelines:
         """Drops the marks no launch can need any more: those before `time_ns` except each
         thread's last one (every launch before it has been delivered, e.g. after a flush)."""
         with self._lock:
-            logs = list(self._logs)
-        for log in logs:
-            times = np.frombuffer(log.marks[:], np.int64)[0::2]
-            keep_from = int(np.searchsorted(times, time_ns, side="right")) - 1
-            if keep_from > 0:
-                del log.marks[:2 * keep_from]  # one C call: atomic against the owner's appends
+            for log in self._logs:
+                times, _ = log.sync()
+                if not log.in_order:
+                    continue
+                keep_from = int(np.searchsorted(times, time_ns, side="right")) - 1
+                if keep_from > 0:
+                    log.forget(keep_from)
 
 
 def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.ndarray,
@@ -138,7 +170,12 @@ def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.nda
     if not len(times):
         return out
     thread_ids = np.asarray(thread_ids, np.int64)
-    for tid in np.unique(thread_ids).tolist():
+    first = int(thread_ids[0])
+    if (thread_ids == first).all():  # the common case: one launching thread
+        tids = [first]
+    else:
+        tids = np.unique(thread_ids).tolist()
+    for tid in tids:
         thread_marks = marks.get(tid)
         if thread_marks is None:
             continue
