@@ -109,7 +109,7 @@ def test_lookups_after_more_marks_see_old_and_new_marks_alike():
         for p in range(1, 1500):
             tl.push(round_ * 10_000 + p)
             tl.pop()
-        times, paths = tl.marks_by_thread()[5]
+        times, _ = tl.marks_by_thread()[5]
         seen.append(len(times))
         # the mark of push p of this round is at an even index
         assert tl.paths_at(np.array([5]), np.array([times[-2]])).tolist() == [round_ * 10_000 + 1499]
