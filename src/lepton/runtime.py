@@ -452,9 +452,9 @@ class Runtime:
         return self._enter_op(t, name, metrics, properties)
 
     def exit_op(self, op: int) -> None:
-        t = self.shadow.thread()
-        if t.pushed and t.pushed[-1] == op:
-            t.pushed.pop()
+        pushed = getattr(self.shadow.local, "pushed", None)  # None if the session ended meanwhile
+        if pushed and pushed[-1] == op:
+            pushed.pop()
             if self.pop is not None:
                 self.pop()
 

@@ -39,6 +39,7 @@ class LaunchHook:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
             cls._instance._tls = threading.local()
+            cls._instance._metadata_states = {}  # raw kernel name -> its metadata state
             cls._instance.sessions = set()
             cls._instance.configure()
         return cls._instance
@@ -70,7 +71,10 @@ class LaunchHook:
             return
         tls.busy = True
         try:
-            previous = rt.enter_transient_state((COMPUTE_METADATA_SCOPE_NAME, str(raw_name)))
+            state = self._metadata_states.get(raw_name)
+            if state is None:
+                state = self._metadata_states[raw_name] = (COMPUTE_METADATA_SCOPE_NAME, str(raw_name))
+            previous = rt.enter_transient_state(state)
             try:
                 values = metadata.get()
                 name = values.get("name", raw_name)
