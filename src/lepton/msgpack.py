@@ -3,17 +3,19 @@
 Lepton's only dependency is numpy, so the hatchet-msgpack writer and the viewer use this instead of
 the `msgpack` package. `packb` writes the subset Proton's files use (nil, bool, int up to uint64,
 float64, str, bin, array, map) with the shortest encoding of each, keeping dict keys in insertion
-order; `unpackb` reads the whole format except ext types, which it refuses with an error.
+order; `unpackb` reads the whole format except ext types, which it refuses with an error, and
+`decoder` reads one object at any offset (the viewer walks hatchet trees in place with it).
 """
 from __future__ import annotations
 
 import struct
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["MsgpackError", "TruncatedError", "packb", "unpackb"]
+__all__ = ["MsgpackError", "TruncatedError", "decoder", "packb", "unpackb"]
 
 
 class MsgpackError(ValueError):
@@ -151,14 +153,33 @@ _EXT_TAGS = frozenset({0xC7, 0xC8, 0xC9, 0xD4, 0xD5, 0xD6, 0xD7, 0xD8})
 
 
 class _Truncated(Exception):
-    """Raised inside the decoder; unpackb turns it into TruncatedError with the byte count."""
+    """Raised inside the decoder; read_at turns it into TruncatedError with the byte count."""
 
 
-def _decoder(buf: bytes):
-    """A recursive decoder over `buf`: one closure call per object, fix* tags first, since a
-    hatchet tree is almost all small maps, short strings and small ints (4x faster than methods)."""
+_DOUBLE, _UINT16, _UINT32 = (struct.Struct(f).unpack_from for f in (">d", ">H", ">I"))
+
+
+def decoder(buf: bytes) -> Callable[[int], tuple[Any, int]]:
+    """read_at(offset) -> (the object encoded at `offset` in `buf`, the offset just after it),
+    raising as unpackb does (deep nesting needs the raised recursion limit unpackb sets).
+
+    A recursive decoder over `buf`: one closure call per object, fix* tags first, since a
+    hatchet tree is almost all small maps, short strings and small ints (4x faster than methods).
+    Strings are decoded once per distinct value: a tree repeats its keys, frame types and kernel
+    names thousands of times, and equal strings that are one object also compare and hash
+    faster later."""
     end = len(buf)
     pos = 0
+    strings: dict[bytes, str] = {}
+
+    def text(start: int, stop: int) -> str:
+        if stop > end:
+            raise _Truncated
+        raw = buf[start:stop]
+        value = strings.get(raw)
+        if value is None:
+            value = strings[raw] = raw.decode("utf-8")
+        return value
 
     def take(n: int) -> bytes:
         nonlocal pos
@@ -182,13 +203,22 @@ def _decoder(buf: bytes):
             if tag <= 0xBF:  # fixstr
                 start = pos
                 pos += tag & 0x1F
-                if pos > end:
-                    raise _Truncated
-                return buf[start:pos].decode("utf-8")
+                return text(start, pos)
         elif tag >= 0x90:  # fixarray
             return [read() for _ in range(tag & 0x0F)]
         elif tag >= 0x80:  # fixmap
             return read_map(tag & 0x0F)
+        if tag == 0xCB:  # float64: every float Proton writes
+            pos += 8
+            if pos > end:
+                raise _Truncated
+            return _DOUBLE(buf, pos - 8)[0]
+        if tag == 0xD9:  # str8: kernel names longer than 31 bytes
+            if pos >= end:
+                raise _Truncated
+            start = pos + 1
+            pos = start + buf[pos]
+            return text(start, pos)
         scalar = _SCALARS.get(tag)
         if scalar is not None:
             return scalar[0].unpack(take(scalar[1]))[0]
@@ -212,8 +242,9 @@ def _decoder(buf: bytes):
         raise MsgpackError(f"invalid MessagePack tag 0x{tag:02x} at byte {pos - 1}")
 
     def read_map(count: int) -> dict:
-        """Keys and values that are short strings or small ints (nearly all of them in a hatchet
-        tree) are decoded inline, without a call each."""
+        """Keys that are short strings and values that are short strings, small ints, uint16,
+        uint32 or float64 (nearly all of them in a hatchet tree) are decoded inline, without a
+        call each."""
         nonlocal pos
         result = {}
         for _ in range(count):
@@ -225,29 +256,65 @@ def _decoder(buf: bytes):
                 pos = start + (tag & 0x1F)
                 if pos > end:
                     raise _Truncated
-                key = buf[start:pos].decode("utf-8")
+                raw = buf[start:pos]
+                key = strings.get(raw)
+                if key is None:
+                    key = strings[raw] = raw.decode("utf-8")
             else:
                 key = read()
             if pos >= end:
                 raise _Truncated
             tag = buf[pos]
-            if 0xA0 <= tag <= 0xBF:
+            if tag <= 0x7F:
+                pos += 1
+                result[key] = tag
+            elif 0xA0 <= tag <= 0xBF:
                 start = pos + 1
                 pos = start + (tag & 0x1F)
                 if pos > end:
                     raise _Truncated
-                result[key] = buf[start:pos].decode("utf-8")
-            elif tag <= 0x7F:
-                pos += 1
-                result[key] = tag
+                raw = buf[start:pos]
+                value = strings.get(raw)
+                if value is None:
+                    value = strings[raw] = raw.decode("utf-8")
+                result[key] = value
+            elif tag == 0xCB:
+                pos += 9
+                if pos > end:
+                    raise _Truncated
+                result[key] = _DOUBLE(buf, pos - 8)[0]
+            elif tag == 0xCD:
+                pos += 3
+                if pos > end:
+                    raise _Truncated
+                result[key] = _UINT16(buf, pos - 2)[0]
+            elif tag == 0xCE:
+                pos += 5
+                if pos > end:
+                    raise _Truncated
+                result[key] = _UINT32(buf, pos - 4)[0]
             else:
                 result[key] = read()
         return result
 
-    def position() -> int:
-        return pos
+    def read_at(offset: int) -> tuple[Any, int]:
+        nonlocal pos
+        pos = offset
+        try:
+            if offset < end and 0x80 <= buf[offset] <= 0x8F:  # a fixmap, the usual thing to read
+                pos += 1
+                return read_map(buf[offset] & 0x0F), pos
+            return read(), pos
+        except _Truncated:
+            raise TruncatedError(f"MessagePack data ends at byte {end}, inside an object") from None
+        except RecursionError as err:
+            raise MsgpackError("MessagePack data is nested too deeply") from err
+        except UnicodeDecodeError as err:
+            raise MsgpackError(f"invalid UTF-8 in a MessagePack str: {err.reason}") from err
+        except TypeError as err:  # a map key that is an array or a map: unhashable
+            raise MsgpackError(f"invalid MessagePack map key: {err}") from err
 
-    return read, position
+    return read_at
 
 
 def unpackb(data: bytes | bytearray | memoryview) -> Any:
@@ -256,18 +323,8 @@ def unpackb(data: bytes | bytearray | memoryview) -> Any:
     Raises TruncatedError when the data ends inside an object and MsgpackError for anything else
     that is wrong (an invalid tag, an ext type, bytes left over after the object)."""
     buf = bytes(data)
-    read, position = _decoder(buf)
-    try:
-        with _deep_recursion():
-            obj = read()
-    except _Truncated:
-        raise TruncatedError(f"MessagePack data ends at byte {len(buf)}, inside an object") from None
-    except RecursionError as err:
-        raise MsgpackError("MessagePack data is nested too deeply") from err
-    except UnicodeDecodeError as err:
-        raise MsgpackError(f"invalid UTF-8 in a MessagePack str: {err.reason}") from err
-    except TypeError as err:  # a map key that is an array or a map: unhashable
-        raise MsgpackError(f"invalid MessagePack map key: {err}") from err
-    if position() != len(buf):
-        raise MsgpackError(f"{len(buf) - position()} bytes of extra data after the MessagePack object")
+    with _deep_recursion():
+        obj, stop = decoder(buf)(0)
+    if stop != len(buf):
+        raise MsgpackError(f"{len(buf) - stop} bytes of extra data after the MessagePack object")
     return obj

@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from lepton.msgpack import MsgpackError, TruncatedError, packb, unpackb
+from lepton.msgpack import MsgpackError, TruncatedError, decoder, packb, unpackb
 
 # (value, its shortest MessagePack encoding), from the spec's format table.
 KNOWN_ENCODINGS = [
@@ -153,3 +153,19 @@ def test_unpackb_reads_what_the_msgpack_package_writes(reference, value):
 
 def test_unpackb_reads_msgpack_float32_output(reference):
     assert unpackb(reference.packb(0.5, use_single_float=True)) == 0.5
+
+
+def test_a_decoder_reads_one_object_at_any_offset():
+    data = packb([{"name": "k", "time (ns)": 70000, "flops": 2.5}, "k", [1, -1]])
+    read_at = decoder(data)
+    first, after_first = read_at(1)
+    assert first == {"name": "k", "time (ns)": 70000, "flops": 2.5}
+    assert read_at(after_first) == ("k", after_first + 2)
+    assert read_at(0) == (unpackb(data), len(data))
+    with pytest.raises(TruncatedError):
+        decoder(data[:-1])(after_first + 2)
+
+
+def test_equal_strings_decode_to_one_object():
+    first, second = unpackb(packb([{"type": "function"}, {"type": "function"}]))
+    assert next(iter(first)) is next(iter(second)) and first["type"] is second["type"]

@@ -7,11 +7,14 @@ import json
 import math
 
 import numpy as np
+import pytest
 
+from lepton.viewer.demangle import demangle, shorten
 from lepton.viewer.derive import Column
 from lepton.viewer.diff import subtract
+from lepton.viewer.filters import format_name
 from lepton.viewer.load import from_document
-from lepton.viewer.render import RenderOptions, csv_text, json_text, sorted_text, tree_text
+from lepton.viewer.render import MIN_NAME_WIDTH, RenderOptions, csv_text, json_text, sorted_text, tree_text
 from lepton.viewer.tree import Tree
 
 PLAIN = RenderOptions(demangle=False)
@@ -139,3 +142,69 @@ def test_csv_and_json_respect_the_depth():
     assert [row["name"] for row in rows] == ["ROOT", "a"]
     nodes = json.loads(json_text(tree, [column(tree, [1, 2, 3])], options))["nodes"]
     assert [node["name"] for node in nodes] == ["ROOT", "a"]
+
+
+# ------------------------------------------------------------ against a line-by-line renderer
+
+def reference_tree_text(tree: Tree, columns: list[Column], options: RenderOptions) -> str:
+    """The tree text drawn the plain way: a recursive traversal, one format per line."""
+    children = [[] for _ in range(len(tree))]
+    for child, parent in enumerate(tree.parent.tolist()):
+        if parent >= 0:
+            children[parent].append(child)
+    frame = lambda node: (tree.names[node], tree.frame_types[node])  # noqa: E731
+    lines = []
+
+    def draw(node: int, indent: str, prefix: str) -> None:
+        if tree.depth[node] >= options.depth:
+            return
+        numbers = " ".join(f"{column.values[node]:.3f}" for column in columns)
+        name = format_name(tree.names[node], options.name_format)
+        name = demangle(name) if options.demangle else name
+        if options.width is not None:
+            name = shorten(name, max(options.width - len(prefix) - len(numbers) - 1, MIN_NAME_WIDTH))
+        lines.append(f"{prefix}{numbers} {name}\n")
+        siblings = sorted(children[node], key=frame)
+        for i, child in enumerate(siblings):
+            last = i == len(siblings) - 1
+            draw(child, indent + ("   " if last else "│  "), indent + ("└─ " if last else "├─ "))
+
+    for root in sorted(tree.roots, key=frame):
+        draw(root, "", "")
+    return "".join(lines) + "\n"
+
+
+def random_tree(rng: np.random.Generator, sort_children: bool) -> Tree:
+    """Up to a few hundred nodes, names drawn from a few (some mangled, some long), one or two frame
+    types; roots named apart (whether equal roots keep file order is not what this checks)."""
+    names = ["a", "b", "kernel", "_ZN2at6native18elementwise_kernelILi128ELi2EEEviT_", "x" * 90, "b"]
+    types = ["function", "python"] if rng.random() < 0.5 else ["function"]
+
+    def literal_of(depth: int, name: str) -> dict:
+        count = rng.integers(0, 5 if depth < 4 else 1)
+        kids = [literal_of(depth + 1, str(rng.choice(names))) for _ in range(count)]
+        if sort_children:
+            kids.sort(key=lambda k: (k["frame"]["name"], k["frame"]["type"]))
+        frame = {"name": name, "type": str(rng.choice(types))}
+        return {"frame": frame, "metrics": {"m": 1}, "children": kids}
+
+    return tree_of(*(literal_of(0, f"root{i}") for i in range(rng.integers(1, 4))))
+
+
+def random_values(rng: np.random.Generator, n: int) -> np.ndarray:
+    values = rng.standard_normal(n) * 10.0 ** rng.integers(-4, 6, n)
+    values[rng.random(n) < 0.1] = np.nan
+    values[rng.random(n) < 0.05] = np.inf
+    values[rng.random(n) < 0.05] = rng.integers(0, 100) / 2000  # ties at three decimals
+    return values
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_tree_text_matches_a_line_by_line_renderer(seed):
+    rng = np.random.default_rng(seed)
+    tree = random_tree(rng, sort_children=seed % 2 == 0)
+    columns = [Column(f"m{i}", random_values(rng, len(tree))) for i in range(seed % 3)]
+    options = RenderOptions(depth=int(rng.integers(1, 7)) if seed % 4 == 1 else 100,
+                            width=int(rng.integers(30, 120)) if seed % 3 == 1 else None,
+                            demangle=seed % 5 != 0)
+    assert tree_text(tree, columns, options) == reference_tree_text(tree, columns, options)

@@ -12,7 +12,6 @@ import csv
 import io
 import json
 import math
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +20,7 @@ from .demangle import demangle, shorten
 from .derive import Column
 from .diff import ONLY_LEFT, ONLY_RIGHT
 from .filters import format_name
+from .fixed import format_rows
 from .tree import Tree
 
 BRANCH, PIPE, LAST, SPACE = "├─ ", "│  ", "└─ ", "   "
@@ -46,100 +46,141 @@ class RenderOptions:
 
 def display_names(tree: Tree, options: RenderOptions) -> list[str]:
     """Each node's name as shown: -f format, then demangled unless --mangled."""
-    shown = {}  # a profile repeats a few kernel names many times: format and demangle each once
-    for name in set(tree.names):
-        text = format_name(name, options.name_format)
-        shown[name] = demangle(text) if options.demangle else text
-    return list(map(shown.__getitem__, tree.names))
+    return tree.name_codes.pick(_distinct_display_names(tree, options)).tolist()
+
+
+def _distinct_display_names(tree: Tree, options: RenderOptions) -> list[str]:
+    """display_names for each of tree.name_codes.distinct: a profile repeats a few kernel names
+    many times, each is formatted and demangled once."""
+    shown = [format_name(name, options.name_format) for name in tree.name_codes.distinct]
+    return list(map(demangle, shown)) if options.demangle else shown
 
 
 def preorder(tree: Tree, max_depth: int) -> tuple[list[int], list[str]]:
     """The nodes in display order without those at depth `max_depth` and below, and each shown
     node's tree-drawing prefix ("│  ├─ "), indexed by node."""
     order, is_last = _display_order(tree)
-    parent, depth = tree.parent.tolist(), tree.depth.tolist()
-    prefix = [""] * len(tree)
-    indent = [""] * len(tree)  # what the prefixes of a node's children start with
-    shown = []
-    for node in order:
-        if depth[node] >= max_depth:
-            continue
-        shown.append(node)
-        up = parent[node]
-        if up >= 0:
-            base = indent[up]
-            if is_last[node]:
-                prefix[node], indent[node] = base + LAST, base + SPACE
-            else:
-                prefix[node], indent[node] = base + BRANCH, base + PIPE
-    return shown, prefix
+    shown = order[tree.depth[order] < max_depth]
+    return shown.tolist(), _prefixes(tree, is_last, max_depth)
 
 
-def _display_order(tree: Tree) -> tuple[list[int], list[bool]]:
+def _display_order(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
     """Depth-first order with siblings sorted by frame (hatchet's), and which nodes are the last of
     their siblings. Files list children already sorted (Proton's writer and ours do); then the
     rows are the display order and no traversal is needed."""
     n = len(tree)
-    keys = _frame_keys(tree)
+    ranks = _frame_ranks(tree)
     parent = tree.parent
-    if tree.in_preorder and _siblings_in_order(parent, keys):
+    if tree.in_preorder and _siblings_in_order(parent, ranks):
         rows = np.arange(n)
         last_child = np.full(n, -1, dtype=np.int64)
         has_parent = parent >= 0
         np.maximum.at(last_child, parent[has_parent], rows[has_parent])
-        is_last = ~has_parent | (last_child[np.maximum(parent, 0)] == rows)
-        return rows.tolist(), is_last.tolist()
+        return rows, ~has_parent | (last_child[np.maximum(parent, 0)] == rows)
     children = tree.children  # sorted in place: no other order is ever needed
-    is_last_list = [True] * n
+    rank_of = ranks.tolist()
+    is_last = np.ones(n, dtype=bool)
     for siblings in children:
         if len(siblings) > 1:
-            siblings.sort(key=keys.__getitem__)
-            for child in siblings[:-1]:
-                is_last_list[child] = False
+            siblings.sort(key=rank_of.__getitem__)
+            is_last[siblings[:-1]] = False
     order: list[int] = []
-    stack = sorted(tree.roots, key=keys.__getitem__, reverse=True)
+    stack = sorted(tree.roots, key=rank_of.__getitem__, reverse=True)
     while stack:
         node = stack.pop()
         order.append(node)
         stack.extend(reversed(children[node]))
-    return order, is_last_list
+    return np.array(order, dtype=np.int64), is_last
 
 
-def _frame_keys(tree: Tree) -> list:
-    """What sorts like hatchet's frame order, (name, type): just the name when all types agree."""
-    if len(set(tree.frame_types)) <= 1:
-        return tree.names
-    return list(zip(tree.names, tree.frame_types))
+def _frame_ranks(tree: Tree) -> np.ndarray:
+    """Each node's place in hatchet's frame order (name, then type): sorting or comparing these
+    ints is sorting or comparing the frames, at numpy speed."""
+    names, types = tree.name_codes, tree.frame_type_codes
+    if len(types.distinct) <= 1:
+        return _ranks(names.distinct)[names.positions]
+    frames, frame_of = np.unique(names.positions * len(types.distinct) + types.positions, return_inverse=True)
+    name_of, type_of = np.divmod(frames, len(types.distinct))
+    keys = [(names.distinct[n], types.distinct[t]) for n, t in zip(name_of.tolist(), type_of.tolist())]
+    return _ranks(keys)[frame_of]
 
 
-def _siblings_in_order(parent: np.ndarray, keys: list) -> bool:
+def _ranks(distinct: list) -> np.ndarray:
+    """Where each of these distinct values would be in sorted order."""
+    ranks = np.empty(len(distinct), dtype=np.int64)
+    ranks[sorted(range(len(distinct)), key=distinct.__getitem__)] = np.arange(len(distinct))
+    return ranks
+
+
+def _siblings_in_order(parent: np.ndarray, ranks: np.ndarray) -> bool:
     by_parent = np.argsort(parent, kind="stable")  # siblings together, in row order
     same_parent = parent[by_parent][1:] == parent[by_parent][:-1]
-    before = by_parent[:-1][same_parent].tolist()
-    after = by_parent[1:][same_parent].tolist()
-    return all(map(operator.le, map(keys.__getitem__, before), map(keys.__getitem__, after)))
+    sibling_ranks = ranks[by_parent]
+    return bool((sibling_ranks[:-1][same_parent] <= sibling_ranks[1:][same_parent]).all())
+
+
+def _prefixes(tree: Tree, is_last: np.ndarray, max_depth: int) -> list[str]:
+    """Each node's tree-drawing prefix, made one depth level at a time: the nodes of a level share
+    a few distinct (parent's indent, last or not) pairs, and each pair's strings are made once.
+    Nodes at `max_depth` and below are not shown and get ""."""
+    prefixes = np.full(len(tree), "", dtype=object)
+    indent_of = np.zeros(len(tree), dtype=np.int64)  # each node's position in its level's `indents`
+    indents = [""]  # what the prefixes of the children of a level's nodes start with
+    for level in tree.levels[1:max_depth]:
+        pairs, pair_of = _distinct_small(indent_of[tree.parent[level]] * 2 + is_last[level])
+        bases_and_lasts = list(zip(*(part.tolist() for part in np.divmod(pairs, 2))))
+        pair_prefixes = [indents[base] + (LAST if last else BRANCH) for base, last in bases_and_lasts]
+        indents = [indents[base] + (SPACE if last else PIPE) for base, last in bases_and_lasts]
+        prefixes[level] = np.array(pair_prefixes, dtype=object)[pair_of]
+        indent_of[level] = pair_of
+    return prefixes.tolist()
+
+
+def _distinct_small(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for small non-negative ints, by counting, not sorting."""
+    present = np.bincount(values) > 0
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
 
 
 def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
     """The tree as proton-viewer prints it; `side` (from -diff) marks the nodes of one side only."""
-    names = display_names(tree, options)
-    numbers = [[f"{v:.3f}" for v in column.values.tolist()] for column in columns]
-    plain = [" ".join(parts) for parts in zip(*numbers)] if numbers else [""] * len(tree)
-    shown = plain
-    if options.color and columns:
-        painter = _Painter(columns[0].values)
-        first = [painter.paint(v, text) for v, text in zip(columns[0].values.tolist(), numbers[0])]
-        shown = [" ".join(parts) for parts in zip(first, *([FAINT + t + RESET for t in c] for c in numbers[1:]))]
     order, prefixes = preorder(tree, options.depth)
-    if options.width is not None or side is not None:
-        names = list(names)
+    # A line is "<prefix><v1> <v2> <name>\n", joined from per-node cells that end in their
+    # separator: the fewer strings per line, the faster the join.
+    values = [column.values for column in columns]
+    plain = format_rows(values, end=" ") if values else [" "] * len(tree)
+    cells = _painted(values) if options.color and values else [plain]
+    names = _distinct_display_names(tree, options)
+    if options.width is None and side is None:
+        name_lines = tree.name_codes.pick([name + "\n" for name in names]).tolist()
+    else:
+        name_lines = tree.name_codes.pick(names).tolist()
         for node in order:
             if options.width is not None:
-                room = options.width - len(prefixes[node]) - len(plain[node]) - 1
-                names[node] = shorten(names[node], max(room, MIN_NAME_WIDTH))
-            if side is not None:
-                names[node] += _marker(side, node, options.color)
-    return "".join([f"{prefixes[node]}{shown[node]} {names[node]}\n" for node in order]) + "\n"
+                room = options.width - len(prefixes[node]) - len(plain[node])
+                name_lines[node] = shorten(name_lines[node], max(room, MIN_NAME_WIDTH))
+            name_lines[node] += _marker(side, node, options.color) + "\n"
+    return _lines([prefixes, *cells, name_lines], order)
+
+
+def _painted(values: list[np.ndarray]) -> list[list[str]]:
+    """The number cells on a terminal: the first metric coloured by its value, the others faint."""
+    numbers = [format_rows([v]) for v in values]
+    painter = _Painter(values[0])
+    cells = [[painter.paint(v, text) + " " for v, text in zip(values[0].tolist(), numbers[0])]]
+    return cells + [[FAINT + text + RESET + " " for text in texts] for texts in numbers[1:]]
+
+
+def _lines(cells: list[list[str]], order: list[int]) -> str:
+    """The cells (one string per node each) of every node of `order`, concatenated, then an empty
+    line. One join over all of them beats a format per line."""
+    width = len(cells)
+    every_node_in_row_order = order == list(range(len(cells[0])))  # the usual case
+    parts: list[str | None] = [None] * (len(order) * width)
+    for column, cell in enumerate(cells):
+        parts[column::width] = cell if every_node_in_row_order else list(map(cell.__getitem__, order))
+    parts.append("\n")  # print's empty line, in the join: adding it after would copy the whole text
+    return "".join(parts)  # type: ignore[arg-type]
 
 
 def _marker(side: np.ndarray | None, node: int, color: bool) -> str:

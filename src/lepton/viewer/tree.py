@@ -8,12 +8,52 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
 NO_PARENT = -1
 # hatchet gives a frame without "type" the type "None"; children are sorted by (name, type).
 MISSING_FRAME_TYPE = "None"
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A column of strings as its distinct values and, per node, the position of its value among
+    them. A profile repeats a few names over many nodes: work per name (demangling, sorting,
+    sending to another process) is then done once per distinct name."""
+
+    distinct: list[str]
+    positions: np.ndarray  # int64, one per node
+
+    @staticmethod
+    def of(values: list[str]) -> Codes:
+        if values and values[-1] == values[0] and values.count(values[0]) == len(values):  # frame types
+            return Codes([values[0]], np.zeros(len(values), dtype=np.int64))
+        position = dict.fromkeys(values)
+        for i, value in enumerate(position):
+            position[value] = i
+        positions = np.fromiter(map(position.__getitem__, values), dtype=np.int64, count=len(values))
+        return Codes(list(position), positions)
+
+    def values(self) -> list[str]:
+        return self.pick(self.distinct).tolist()
+
+    def pick(self, per_distinct: list) -> np.ndarray:
+        """An object array with, for each node, what its value stands for in `per_distinct`
+        (one entry per distinct value)."""
+        table = np.empty(len(per_distinct), dtype=object)
+        table[:] = per_distinct
+        return table[self.positions]
+
+    @staticmethod
+    def joined(parts: list[Codes]) -> Codes:
+        """The codes of these columns put end to end."""
+        distinct = list(dict.fromkeys(chain.from_iterable(part.distinct for part in parts)))
+        position = dict(zip(distinct, range(len(distinct))))
+        renumbered = [np.fromiter(map(position.__getitem__, part.distinct), dtype=np.int64,
+                                  count=len(part.distinct))[part.positions] for part in parts]
+        return Codes(distinct, np.concatenate(renumbered) if renumbered else np.zeros(0, dtype=np.int64))
 
 
 @dataclass
@@ -44,11 +84,20 @@ class Tree:
         return len(self.names)
 
     @cached_property
+    def name_codes(self) -> Codes:
+        return Codes.of(self.names)
+
+    @cached_property
+    def frame_type_codes(self) -> Codes:
+        return Codes.of(self.frame_types)
+
+    @cached_property
     def levels(self) -> list[np.ndarray]:
         """Node indices grouped by depth: levels[d] holds every node at depth d."""
         if len(self) == 0:
             return []
-        order = np.argsort(self.depth, kind="stable")
+        depth = self.depth.astype(np.uint16) if self.depth.max() < 2 ** 16 else self.depth
+        order = np.argsort(depth, kind="stable")  # a radix sort for 16-bit ints
         bounds = np.searchsorted(self.depth[order], np.arange(int(self.depth.max()) + 2))
         return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
 
