@@ -161,7 +161,7 @@ def test_cupti_timestamps_are_the_wall_clock_that_the_time_lines_use(tmp_path):
 
 def test_launches_right_after_entering_and_before_leaving_a_scope_land_in_it(tmp_path):
     """Scope changes and launches back to back on one thread: the time line must order them."""
-    out = run(tmp_path, """
+    run(tmp_path, """
         x, y, z = tensors()
         add(x, y, z)
         proton.start("prof", backend="cupti")

@@ -62,6 +62,7 @@ def test_pruning_big_arrays_and_maps_long_strings_and_other_types_match_the_gene
     document = [node("ROOT", ROOT_ZEROS, [
         node("scope", {"cpu_time (ns)": 5}, [
             node("__proton_launch_metadata", {}, [kernel("cuda_kernel", 4064)]),
+            node("many_metrics", many_metrics, []),
             node("__proton_launch_metadata:kern", {}, [kernel("helper", 3)]),
             kernel("_Z" + "x" * 40, 1664, bytes=70000, flops16=2.5e9)]),  # str8 name, uint32, float
         node("empty_scope"),

@@ -152,7 +152,7 @@ def reference_tree_text(tree: Tree, columns: list[Column], options: RenderOption
     for child, parent in enumerate(tree.parent.tolist()):
         if parent >= 0:
             children[parent].append(child)
-    frame = lambda node: (tree.names[node], tree.frame_types[node])  # noqa: E731
+    frame = lambda node: (tree.names[node], tree.frame_types[node])
     lines = []
 
     def draw(node: int, indent: str, prefix: str) -> None:

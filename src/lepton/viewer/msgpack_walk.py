@@ -114,7 +114,7 @@ def _walk(buf: bytes) -> tuple[Walk, dict]:
         if count:
             keep = False
             for _ in range(count):
-                if visit(index, depth + 1):
+                if visit(index, depth + 1):  # noqa: F821 (deleted after the walk)
                     keep = True
         else:
             keep = bool(metrics)

@@ -70,7 +70,7 @@ def walk_nodes(roots: list[dict]) -> Walk:
         if children:
             keep = False
             for child in children:
-                if visit(child, index, depth + 1):
+                if visit(child, index, depth + 1):  # noqa: F821 (deleted after the walk)
                     keep = True
         else:
             keep = bool(metrics)
