@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from lepton.msgpack import MsgpackError, packb, unpackb
@@ -36,27 +35,15 @@ def generic(data: bytes):
     return from_document(unpackb(data), "p.hatchet_msgpack")
 
 
-def assert_same_tree(a, b):
-    assert a.names == b.names and a.frame_types == b.frame_types
-    np.testing.assert_array_equal(a.parent, b.parent)
-    np.testing.assert_array_equal(a.depth, b.depth)
-    assert a.key_order == b.key_order and a.root_keys == b.root_keys and a.devices == b.devices
-    assert set(a.numbers) == set(b.numbers) and set(a.texts) == set(b.texts)
-    for key in a.numbers:
-        np.testing.assert_array_equal(a.numbers[key], b.numbers[key])
-    for key in a.texts:
-        assert a.texts[key].tolist() == b.texts[key].tolist()
-
-
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.hatchet")), ids=lambda p: p.name)
-def test_proton_fixtures_in_msgpack_layout_are_walked_in_place_into_the_same_tree(path):
+def test_proton_fixtures_in_msgpack_layout_are_walked_in_place_into_the_same_tree(path, assert_same_tree):
     document = json.loads(path.read_text())
     data = packb([proton_layout(document[0]), document[1]])
     assert walk_msgpack(data) is not None
     assert_same_tree(load_bytes(data, "p.hatchet_msgpack"), generic(data))
 
 
-def test_pruning_big_arrays_and_maps_long_strings_and_other_types_match_the_generic_decoding():
+def test_pruning_big_arrays_and_maps_long_strings_and_other_types_match_the_generic_decoding(assert_same_tree):
     many_metrics = {f"m{i:02d}": i * 1.5 for i in range(20)}  # a map16
     children = [kernel(f"k{i:02d}", 100 + i) for i in range(20)]  # an array16
     document = [node("ROOT", ROOT_ZEROS, [
@@ -109,7 +96,7 @@ def other_layouts():
 
 
 @pytest.mark.parametrize("data", other_layouts().values(), ids=list(other_layouts()))
-def test_other_layouts_are_left_to_the_generic_decoding(data):
+def test_other_layouts_are_left_to_the_generic_decoding(data, assert_same_tree):
     assert walk_msgpack(data) is None
     try:
         expected = generic(data)

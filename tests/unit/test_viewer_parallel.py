@@ -5,7 +5,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from lepton.viewer.load import ProfileError, load_bytes
@@ -38,19 +37,7 @@ def profile(scopes: int) -> list:
     return [node("ROOT", {"count": 0, "time (ns)": 0}, children), {"CUDA": {"0": {"arch": "90"}}}]
 
 
-def assert_same_tree(a, b):
-    assert a.names == b.names and a.frame_types == b.frame_types
-    np.testing.assert_array_equal(a.parent, b.parent)
-    np.testing.assert_array_equal(a.depth, b.depth)
-    assert a.key_order == b.key_order and a.root_keys == b.root_keys and a.devices == b.devices
-    assert set(a.numbers) == set(b.numbers) and set(a.texts) == set(b.texts)
-    for key in a.numbers:
-        np.testing.assert_array_equal(a.numbers[key], b.numbers[key])
-    for key in a.texts:
-        assert a.texts[key].tolist() == b.texts[key].tolist()
-
-
-def test_a_split_load_gives_the_same_tree_as_a_serial_one():
+def test_a_split_load_gives_the_same_tree_as_a_serial_one(assert_same_tree):
     data = pretty(profile(50))
     tree = load_split(data, "p.hatchet", min_bytes=0)
     assert tree is not None
@@ -66,7 +53,7 @@ def test_a_split_load_gives_the_same_tree_as_a_serial_one():
     ([1, 1, 1, 200], False),  # no child starts past the first cut point: not worth it anyway
     ([3] * 100, True),
 ], ids=str)
-def test_root_children_of_any_number_and_size_split_into_pieces_that_join_into_the_same_tree(sizes, splits):
+def test_root_children_of_any_number_and_size_split_into_pieces_that_join_into_the_same_tree(sizes, splits, assert_same_tree):
     children = [node(f"scope_{s:03d}", {}, [kernel(f"k{j}", s * 1000 + j) for j in range(size)])
                 for s, size in enumerate(sizes)]
     data = pretty([node("ROOT", {"count": 0, "time (ns)": 0}, children), {"CUDA": {"0": {"arch": "90"}}}])
@@ -77,7 +64,7 @@ def test_root_children_of_any_number_and_size_split_into_pieces_that_join_into_t
         assert_same_tree(tree, load_bytes(data, "p.hatchet"))
 
 
-def test_a_file_is_split_from_its_mapping(tmp_path):
+def test_a_file_is_split_from_its_mapping(tmp_path, assert_same_tree):
     path = tmp_path / "p.hatchet"
     path.write_bytes(pretty(profile(50)))
     tree = load_split_file(str(path), min_bytes=0)
@@ -95,7 +82,7 @@ def test_missing_empty_and_msgpack_named_files_are_left_to_the_serial_load(tmp_p
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.hatchet")), ids=lambda p: p.name)
-def test_proton_files_load_split_or_fall_back_but_never_differ(path):
+def test_proton_files_load_split_or_fall_back_but_never_differ(path, assert_same_tree):
     data = bytearray(path.read_bytes())
     tree = load_split(data, path.name, min_bytes=0)
     if tree is not None:
