@@ -433,23 +433,21 @@ class Runtime:
         return previous
 
     def exit_transient_state(self, previous) -> None:
-        t = self.shadow.thread()
-        if self.pop is not None and t.pushed:
-            t.pushed.pop()
-            self.pop()
-        t.state = previous
+        self._leave_transient_state(self.shadow.thread(), previous)
 
     def op_after_transient_state(self, previous, name: str, metrics: tuple | None = None,
                                  properties: dict | None = None) -> int:
         """`exit_transient_state(previous)` then `enter_op(...)`: the hook's path from the
         metadata evaluation to the launch, with one thread lookup."""
         t = self.shadow.local
-        pushed = t.pushed
-        if self.pop is not None and pushed:
-            pushed.pop()
+        self._leave_transient_state(t, previous)
+        return self._enter_op(t, name, metrics, properties)
+
+    def _leave_transient_state(self, t, previous) -> None:
+        if self.pop is not None and t.pushed:
+            t.pushed.pop()
             self.pop()
         t.state = previous
-        return self._enter_op(t, name, metrics, properties)
 
     def exit_op(self, op: int) -> None:
         pushed = getattr(self.shadow.local, "pushed", None)  # None if the session ended meanwhile

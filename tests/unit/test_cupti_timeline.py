@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from lepton.collect.cupti.timeline import ThreadTimelines, cupti_thread_id, paths_at
+from lepton.collect.cupti.timeline import ThreadTimelines, paths_at
 
 
 def ticking_clock(start=1000, step=10):
@@ -21,7 +21,7 @@ def test_a_thread_is_in_the_path_of_its_last_mark_and_back_in_the_parent_after_a
     tl.push(6)  # t=1010
     tl.pop()  # t=1020: back in 5
     tl.pop()  # t=1030: outside every scope
-    me = cupti_thread_id()
+    me = threading.get_native_id()
     times = np.array([999, 1000, 1005, 1010, 1019, 1020, 1029, 1030, 5000])
     got = tl.paths_at(np.full(len(times), me), times)
     assert got.tolist() == [0, 5, 5, 6, 6, 5, 5, 0, 0]
@@ -35,7 +35,7 @@ def test_each_thread_has_its_own_time_line():
     def work(path):
         ready.wait()
         tl.push(path)
-        ids[path] = cupti_thread_id()
+        ids[path] = threading.get_native_id()
 
     threads = [threading.Thread(target=work, args=(p,)) for p in (7, 8)]
     for t in threads:

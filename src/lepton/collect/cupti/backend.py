@@ -179,7 +179,7 @@ class CuptiBackend(Backend):
             self._thread_id_type = cupti.thread_id_type()
             cupti.set_thread_id_type(layout.THREAD_ID_TYPE_SYSTEM)
             mark_clock, clock_map = calibrate(cupti.fast_timestamp())
-            self.timeline = ThreadTimelines(clock=mark_clock, thread_id=threading.get_native_id)
+            self.timeline = ThreadTimelines(clock=mark_clock)
             self.push_path, self.pop_path = self.timeline.push, self.timeline.pop
             self.collector = Collector(self.sink, _kernel_name, self.timeline.paths_at, graphs=GRAPH_NODES,
                                        record_size=self._record_size, clock=clock_map)

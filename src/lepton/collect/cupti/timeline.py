@@ -3,19 +3,18 @@
 The runtime tells the backend on every scope change of a thread (`push_path(path_id)` on entry,
 `pop_path()` on exit). Here each of those appends two numbers to the thread's own log: the host
 time and the path the thread is in from then on. A launch's API record carries the launching
-thread's id and its start time on CUPTI's clock, which is the host's CLOCK_REALTIME (measured on the
-H200: `cuptiGetTimestamp()` minus `time.time_ns()` is 87-89 ns, the cost of the call, in every
-process), so the launch's path is the last mark of its thread at or before that time: one
-`searchsorted` per thread for a whole buffer.
+thread's id and its start time on CUPTI's clock (the marks are kept on that clock, see `clock`), so
+the launch's path is the last mark of its thread at or before that time: one `searchsorted` per
+thread for a whole buffer.
 
 This replaces pushing CUPTI external correlation ids (cupti-notes §3). Measured on the H200, per
 step of 3 launches in one scope, median of 12-20 alternations in one process: the ext-id push/pop
 plus the EXTERNAL_CORRELATION records cost 2.3-2.7 µs more than no attribution at all, these marks
 0.3-0.4 µs. The hook mode changes paths four times per Triton launch, so it saves twice that.
 
-Thread ids: CUPTI's API records carry `pthread_self()` cut to 32 bits (measured: equal to
-`threading.get_ident() & 0xffffffff`). glibc may give a new thread the id of one that ended; such
-threads' logs are merged by time, which keeps each one's marks in its own lifetime.
+Thread ids: the backend has CUPTI write system thread ids (gettid, `threading.get_native_id()`;
+see `layout.THREAD_ID_TYPE_SYSTEM`). The kernel may give a new thread the id of one that ended;
+such threads' logs are merged by time, which keeps each one's marks in its own lifetime.
 """
 from __future__ import annotations
 
@@ -27,13 +26,6 @@ from collections.abc import Callable
 import numpy as np
 
 from ...model.paths import ROOT
-
-THREAD_ID_MASK = 0xFFFF_FFFF
-
-
-def cupti_thread_id() -> int:
-    """The calling thread's id as CUPTI's API records give it."""
-    return threading.get_ident() & THREAD_ID_MASK
 
 
 class _ThreadLog:
@@ -85,7 +77,7 @@ class ThreadTimelines:
     """Per-thread logs of path changes; `push`/`pop` are the backend's scope hooks."""
 
     def __init__(self, clock: Callable[[], int] = time.time_ns,
-                 thread_id: Callable[[], int] = cupti_thread_id) -> None:
+                 thread_id: Callable[[], int] = threading.get_native_id) -> None:
         self.clock = clock
         self.thread_id = thread_id
         self._tls = threading.local()
