@@ -13,7 +13,6 @@ host line by a line fitted over a short calibration (the TSC does not tick in na
 """
 from __future__ import annotations
 
-import ctypes
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,15 +66,3 @@ def calibrate(read_cupti: Callable[[], int]) -> tuple[Callable[[], int], ClockMa
     scale = (host2 - host) / (cupti2 - cupti) if cupti2 != cupti else 1.0
     return read_cupti, ClockMap(cupti, host, scale)
 
-
-def fast_timestamp(lib) -> Callable[[], int]:
-    """`cuptiGetTimestamp` as a plain call that keeps the GIL (it only reads a clock)."""
-    address = ctypes.cast(lib.cuptiGetTimestamp, ctypes.c_void_p).value
-    fn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint64))(address)
-
-    def read() -> int:
-        ts = ctypes.c_uint64()
-        fn(ctypes.byref(ts))
-        return ts.value
-
-    return read
