@@ -1,7 +1,7 @@
 """The process-wide profiler: the session registry and the scope machinery every API call uses.
 
 Thread safety: registry changes (start, activate, finalize, ...) hold `_lock`. The scope hot path
-takes no lock: it reads `active`, `pushers` and friends, which registry changes replace as whole
+takes no lock: it reads `active`, `mark_clock` and friends, which registry changes replace as whole
 tuples (an atomic store under the GIL), and it interns paths through `PathTable`, which is
 lock-free for paths already seen.
 """
@@ -15,9 +15,10 @@ import threading
 from . import writers
 from .collect.backend import Backend, backend_factory, backend_names
 from .collect.contexts import ShadowStacks, python_path
+from .collect.timeline import ThreadTimelines
 from .errors import SessionNotFound, UsageError
 from .model.aggregate import kernel_paths
-from .model.paths import ROOT, PathTable
+from .model.paths import PathTable
 from .model.profile import Profile
 from .model.records import KernelBatch
 from .model.trace import ScopeEvent
@@ -31,6 +32,7 @@ class _BackendSink:
         self.runtime = runtime
         self.backend = backend
         self.paths = runtime.paths
+        self.timeline = runtime.timeline  # set its clock at start to the one launch records use
 
     def ingest(self, batch: KernelBatch) -> None:
         self.runtime.ingest(self.backend, batch)
@@ -46,7 +48,8 @@ class _BackendSink:
 class Runtime:
     def __init__(self) -> None:
         self.paths = PathTable()
-        self.shadow = ShadowStacks(self.paths)
+        self.timeline = ThreadTimelines()
+        self.shadow = ShadowStacks(self.paths, self.timeline)
         self.sessions: dict[int, Session] = {}
         self.backends: dict[str, Backend] = {}
         self.next_id = 0
@@ -56,10 +59,10 @@ class Runtime:
         self.active: tuple[Session, ...] = ()
         self.tracing: tuple[Session, ...] = ()
         self.python_sessions: tuple[Session, ...] = ()
-        self.pushers: tuple = ()
-        self.poppers: tuple = ()
-        self.push = None
-        self.pop = None
+        self.mark_clock = None  # the time line's clock while a started backend reads the marks
+        # (parent path, name) -> path of the scopes entered since the last registry change: already
+        # in every scope set, so that entering them again is only a push and a mark (`scope`).
+        self.entered: dict[tuple[int, str], int] = {}
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
         self.slow = False
@@ -82,10 +85,8 @@ class Runtime:
                                 if s.data_kind == "tree" and s.context == "shadow")
         self.python_scope_sets = tuple(s.current.scopes for s in self.python_sessions
                                        if s.data_kind == "tree")
-        self.pushers = tuple(b.push_path for b in started if b.push_path is not None)
-        self.poppers = tuple(b.pop_path for b in started if b.pop_path is not None)
-        self.push = _combine(self.pushers)
-        self.pop = _combine(self.poppers)
+        self.mark_clock = self.timeline.clock if any(b.reads_marks for b in started) else None
+        self.entered = {}
         for b in started:
             b.set_python_context(any(s.backend is b for s in self.python_sessions), self._caller_path)
         # Anything that needs more than the plain enter/exit takes the slow path.
@@ -156,7 +157,7 @@ class Runtime:
             session.set_active(True)
             self._refresh()
             # Scopes entered before start(): their kernels land under them too.
-            self.sync_backend_stack(self.shadow.thread())
+            self.remark(self.shadow.thread())
             return sid
 
     def sessions_for(self, sid: int | None) -> list[Session]:
@@ -230,16 +231,8 @@ class Runtime:
         """Sessions were removed: stop unused backends, forget scope stacks once none is left."""
         self._release_backends()
         if not self.sessions:
-            self._pop_current_thread()
             self.shadow.reset()
         self._refresh()
-
-    def _pop_current_thread(self) -> None:
-        t = self.shadow.thread()
-        for _ in t.pushed:
-            for pop in self.poppers:
-                pop()
-        t.pushed.clear()
 
     def _release_backends(self) -> None:
         used = {id(s.backend) for s in self.sessions.values()}
@@ -295,18 +288,25 @@ class Runtime:
               "the profile is missing them and says so in its metadata", file=sys.stderr)
 
     # -- scopes (hot path) -----------------------------------------------------------------------------
+    def mark(self, t, path_id: int) -> None:
+        """Thread `t` (the calling thread's state) is in `path_id` from now on: one mark on its
+        time line while a backend reads them (`timeline`). `scope` inlines this."""
+        clock = self.mark_clock
+        if clock is not None:
+            marks = t.marks
+            marks.append(clock())
+            marks.append(path_id)
+
+    def remark(self, t) -> None:
+        """Marks the thread's effective path (after its state changed, or at start)."""
+        self.mark(t, self.shadow.effective(t, t.stack[-1]))
+
     def init_thread(self):
         """The calling thread's first scope: creates its state (inheriting the main thread's stack,
-        whose top is then pushed to the backends for this thread)."""
+        which its launches then land under)."""
         t = self.shadow.thread()
-        stack = t.stack
-        if len(stack) > 1 and not t.pushed:
-            eff = self.shadow.effective(t, stack[-1])
-            for b in self.backends.values():
-                if b.started:
-                    b.on_thread_stack_inherited(eff)
-            if self.pushers:
-                t.pushed.append(eff)
+        if len(t.stack) > 1:
+            self.remark(t)
         return t
 
     def enter(self, name: str) -> int:
@@ -316,18 +316,20 @@ class Runtime:
         if not hasattr(t, "stack"):
             t = self.init_thread()
         stack = t.stack
-        pid = self.paths.child(stack[-1], name)
+        parent = stack[-1]
+        pid = self.paths.child(parent, name)
         stack.append(pid)
-        eff = pid if t.state is None else self.paths.extend(pid, t.state)
-        for scopes in self.scope_sets:
+        eff = pid if t.state is None else self.shadow.effective(t, pid)
+        entered = self.entered  # read before the scope sets: a registry change in between
+        for scopes in self.scope_sets:  # leaves this entry in the old, discarded dict
             scopes.add(eff)
+        if eff == pid and self.fast:
+            entered[(parent, name)] = pid
         if self.python_scope_sets:
             here = python_path(self.paths)
             for scopes in self.python_scope_sets:
                 scopes.add(here)
-        if self.push is not None:
-            self.push(eff)
-            t.pushed.append(eff)
+        self.mark(t, eff)
         return pid
 
     def exit(self, pid: int | None, name: str | None = None) -> int:
@@ -341,40 +343,8 @@ class Runtime:
             raise UsageError(f"Context stack is not balanced: exiting {name!r} while "
                              f"{self.paths.name[stack[-1]]!r} is the innermost open scope")
         popped = stack.pop()
-        pushed = t.pushed
-        if pushed:
-            pushed.pop()
-            for pop in self.poppers:
-                pop()
-            # Common case: the parent's entry is already on top of the backend's stack (or, back
-            # outside every scope, nothing is).
-            if t.state is None and len(pushed) == len(stack) - 1 and (not pushed or pushed[-1] == stack[-1]):
-                return popped
-        self.sync_backend_stack(t)
+        self.remark(t)
         return popped
-
-    def sync_backend_stack(self, t) -> None:
-        """Makes the backend's external-id stack for this thread end with the thread's effective
-        path (after a pop or a state change): one entry per open scope, or a single entry for a
-        state set outside every scope."""
-        if not self.pushers:
-            return
-        depth = len(t.stack) - 1
-        want = self.shadow.effective(t, t.stack[-1])
-        target = depth if depth else (1 if want != ROOT else 0)
-        pushed = t.pushed
-        while len(pushed) > target:
-            pushed.pop()
-            for pop in self.poppers:
-                pop()
-        if target and (not pushed or pushed[-1] != want):
-            if len(pushed) == target:
-                pushed.pop()
-                for pop in self.poppers:
-                    pop()
-            for push in self.pushers:
-                push(want)
-            pushed.append(want)
 
     def effective(self, pid: int) -> int:
         return self.shadow.effective(self.shadow.thread(), pid)
@@ -399,7 +369,11 @@ class Runtime:
         return self._enter_op(t, name, metrics, properties)
 
     def _enter_op(self, t, name: str, metrics: tuple | None, properties: dict | None) -> int:
-        base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
+        # Runs on every hooked launch: the marks are inlined.
+        if self.python_sessions:
+            base = python_path(self.paths)
+        else:
+            base = t.stack[-1] if t.state is None else self.shadow.effective(t, t.stack[-1])
         op = self._ops.get((base, name))
         if op is None:
             op = self._ops[(base, name)] = self.paths.op(base, name)
@@ -412,49 +386,51 @@ class Runtime:
         if properties:
             for s in self.active:
                 s.set_properties_once(op, properties)
-        if self.push is not None:
-            self.push(op)
-            t.pushed.append(op)
+        clock = self.mark_clock
+        if clock is not None:
+            marks = t.marks
+            marks.append(clock())
+            marks.append(op)
         return op
 
     def enter_transient_state(self, names: tuple[str, ...]):
-        """Sets the thread's state for a short region (launch-metadata evaluation) with one push
-        instead of the two replace-the-top pairs a plain state change costs; returns a token for
-        `exit_transient_state` or `op_after_transient_state`."""
+        """Sets the thread's state for a short region (launch-metadata evaluation); returns a token
+        for `exit_transient_state` or `op_after_transient_state`."""
         t = self.shadow.local
         if not hasattr(t, "stack"):
             t = self.init_thread()
         previous = t.state
         t.state = names
-        if self.push is not None:
-            eff = self.shadow.effective(t, t.stack[-1])
-            self.push(eff)
-            t.pushed.append(eff)
+        clock = self.mark_clock
+        if clock is not None:
+            marks = t.marks
+            marks.append(clock())
+            marks.append(self.shadow.effective(t, t.stack[-1]))
         return previous
 
     def exit_transient_state(self, previous) -> None:
-        self._leave_transient_state(self.shadow.thread(), previous)
+        t = self.shadow.thread()
+        t.state = previous
+        self.remark(t)
 
     def op_after_transient_state(self, previous, name: str, metrics: tuple | None = None,
                                  properties: dict | None = None) -> int:
         """`exit_transient_state(previous)` then `enter_op(...)`: the hook's path from the
-        metadata evaluation to the launch, with one thread lookup."""
+        metadata evaluation to the launch, with one thread lookup and one mark."""
         t = self.shadow.local
-        self._leave_transient_state(t, previous)
+        t.state = previous
         return self._enter_op(t, name, metrics, properties)
 
-    def _leave_transient_state(self, t, previous) -> None:
-        if self.pop is not None and t.pushed:
-            t.pushed.pop()
-            self.pop()
-        t.state = previous
-
     def exit_op(self, op: int) -> None:
-        pushed = getattr(self.shadow.local, "pushed", None)  # None if the session ended meanwhile
-        if pushed and pushed[-1] == op:
-            pushed.pop()
-            if self.pop is not None:
-                self.pop()
+        """The launch of `op` is over: the thread is back in its own path."""
+        clock = self.mark_clock
+        if clock is not None:
+            t = self.shadow.local
+            stack = getattr(t, "stack", None)  # None if every session ended meanwhile
+            if stack is not None:
+                marks = t.marks
+                marks.append(clock())
+                marks.append(stack[-1] if t.state is None else self.shadow.effective(t, stack[-1]))
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
@@ -471,7 +447,7 @@ class Runtime:
             return
         t = self.shadow.thread()
         t.state = names
-        self.sync_backend_stack(t)
+        self.remark(t)
 
     def depth(self) -> int:
         return len(self.shadow.thread().stack) - 1
@@ -479,16 +455,3 @@ class Runtime:
 
 RUNTIME = Runtime()
 
-
-def _combine(fns: tuple):
-    """One callable for the backends' hooks: None, the single hook itself, or a fan-out."""
-    if not fns:
-        return None
-    if len(fns) == 1:
-        return fns[0]
-
-    def all_of(*args):
-        for f in fns:
-            f(*args)
-
-    return all_of

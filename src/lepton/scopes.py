@@ -1,7 +1,8 @@
 """Scopes: named regions of the program that kernels and metrics are attributed to.
 
 `scope` is the hot path of the whole profiler (users wrap every step in one), so it does the least
-possible: a no-op when nothing is profiling, one path lookup, one push and one pop per backend.
+possible: a no-op when nothing is profiling, else one path lookup, a push on the thread's stack
+and a mark on its time line (`collect.timeline`); the pop and a mark on the way out.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from .model.metrics import CPU_TIME_METRIC
 from .runtime import RUNTIME
 
 _rt = RUNTIME
-_path_ids = RUNTIME.paths._ids  # read-only here: a dict read is atomic under the GIL
 
 
 class scope:
@@ -27,79 +27,62 @@ class scope:
         self.name = name
         self.metrics = metrics
         self._pid = -1
+        self._t0 = 0  # set while a trace session times this scope
 
     def __enter__(self):
         rt = _rt
-        if not rt.fast or self.metrics or type(self) is not scope:
-            if not rt.live:
-                self._pid = -1
+        if rt.fast and not self.metrics:
+            # Fast path, for a scope already entered under this parent (`Runtime.entered`): only
+            # the push and the mark (a method call costs as much as this whole path).
+            t = rt.shadow.local
+            try:
+                stack = t.stack
+            except AttributeError:
+                stack = rt.init_thread().stack
+            pid = rt.entered.get((stack[-1], self.name))
+            if pid is not None and t.state is None:
+                stack.append(pid)
+                clock = rt.mark_clock
+                if clock is not None:
+                    marks = t.marks
+                    marks.append(clock())
+                    marks.append(pid)
+                self._pid = pid
                 return self
-            return self._enter_full(rt)
-        # Fast path: Runtime.enter inlined (a method call costs as much as the work itself).
-        t = rt.shadow.local
-        try:
-            stack = t.stack
-        except AttributeError:
-            stack = rt.init_thread().stack
-        parent = stack[-1]
-        pid = _path_ids.get((parent, self.name))
-        if pid is None:
-            pid = rt.paths.child(parent, self.name)
-        stack.append(pid)
-        if t.state is not None:
-            stack.pop()
-            return self._enter_full(rt)
-        for scopes in rt.scope_sets:
-            scopes.add(pid)
-        push = rt.push
-        if push is not None:
-            push(pid)
-            t.pushed.append(pid)
-        self._pid = pid
-        self._t0 = 0
-        return self
-
-    def _enter_full(self, rt):
+        if not rt.live:
+            self._pid = -1
+            return self
         pid = self._pid = rt.enter(self.name)
         if self.metrics:
             rt.add_metrics(pid, self.metrics)
         if rt.tracing:
             self._sid = next(rt.scope_ids)
             self._t0 = time.time_ns()
-        else:
-            self._t0 = 0
         return self
-
-    def _before_exit(self) -> None:
-        """Hook for subclasses: runs before the scope is popped."""
 
     def __exit__(self, *exc) -> None:
         pid = self._pid
         if pid < 0:
             return
+        self._pid = -1
         rt = _rt
-        if self._t0 or not rt.fast or type(self) is not scope:
-            return self._exit_full(rt, pid)
-        self._pid = -1
-        t = rt.shadow.local
-        stack = t.stack
-        if stack[-1] != pid or t.state is not None:
-            return rt.exit(pid, self.name)
-        stack.pop()
-        pop = rt.pop
-        if pop is not None:
-            pushed = t.pushed
-            if pushed:
-                pushed.pop()
-                pop()
-            if len(pushed) != len(stack) - 1 or (pushed and pushed[-1] != stack[-1]):
-                rt.sync_backend_stack(t)
-
-    def _exit_full(self, rt, pid) -> None:
-        self._before_exit()
-        self._pid = -1
-        if self._t0 and rt.tracing:
-            rt.record_scope_event(pid, self._t0, time.time_ns(), self._sid, self.metrics)
+        if rt.fast:
+            # Fast path: Runtime.exit inlined.
+            t = rt.shadow.local
+            stack = t.stack
+            if stack[-1] == pid and t.state is None:
+                stack.pop()
+                clock = rt.mark_clock
+                if clock is not None:
+                    marks = t.marks
+                    marks.append(clock())
+                    marks.append(stack[-1])
+                return
+        t0 = self._t0
+        if t0:
+            self._t0 = 0
+            if rt.tracing:
+                rt.record_scope_event(pid, t0, time.time_ns(), self._sid, self.metrics)
         if rt.live:
             rt.exit(pid, self.name)
 
@@ -128,8 +111,10 @@ class cpu_timed_scope(scope):
         self._cpu_t0 = time.perf_counter_ns()
         return self
 
-    def _before_exit(self) -> None:
-        _rt.add_metrics(self._pid, {CPU_TIME_METRIC + "(exc)": time.perf_counter_ns() - self._cpu_t0})
+    def __exit__(self, *exc) -> None:
+        if self._pid >= 0:
+            _rt.add_metrics(self._pid, {CPU_TIME_METRIC + "(exc)": time.perf_counter_ns() - self._cpu_t0})
+        super().__exit__(*exc)
 
 
 _open = threading.local()

@@ -6,7 +6,8 @@ import functools
 
 import numpy as np
 
-from lepton.collect.cupti import layout, synthetic, timeline
+from lepton.collect import timeline
+from lepton.collect.cupti import layout, synthetic
 from lepton.collect.cupti.clock import ClockMap
 from lepton.collect.cupti.collector import Collector
 from lepton.collect.cupti.graphs import GraphNodePaths

@@ -4,10 +4,10 @@ A backend collects kernel records from one vendor API and delivers them, in bulk
 (see `model.records`). The public `start`/`stop`/`flush` own idempotence and locking; subclasses do
 the vendor work in `_do_start`/`_do_stop`/`_do_flush` (Proton's `start` -> `doStart`).
 
-Scope attribution is by path id: the runtime calls `push_path(path_id)` when a thread enters a scope
-and `pop_path()` when it leaves it, on that thread, and the backend tags the kernels that thread
-launches with the innermost pushed id (CUPTI: by the thread's time line of pushes and pops). These two are the hot path:
-a backend that needs no attribution sets them to None and the runtime skips the call entirely.
+Scope attribution is by time: while a started backend `reads_marks`, the runtime marks every path
+change of every thread on the process's time line (`sink.timeline`, see `timeline`), and the backend
+looks up each launch's path from its thread and time. A backend sets the time line's clock at start
+to the clock its launch times are on. Nothing is called per scope: the marks are the hot path.
 """
 from __future__ import annotations
 
@@ -26,9 +26,8 @@ class Backend:
     device_type: ClassVar[str] = "CUDA"
     modes: ClassVar[tuple[str, ...]] = ("",)
 
-    # Hot-path hooks, called on the launching thread; None = nothing to do.
-    push_path: Callable[[int], None] | None = None
-    pop_path: Callable[[], None] | None = None
+    # Whether this backend attributes launches by the threads' time lines (the runtime then marks).
+    reads_marks: ClassVar[bool] = False
 
     def __init__(self, mode: str = "") -> None:
         self.mode = mode
@@ -79,12 +78,6 @@ class Backend:
         """Sessions with `context="python"` started (on) or ended (off). A backend that can see
         each launch on its thread attributes kernels to `path_of_caller()` (the launching Python
         stack's path) while on; the default sees no launches and does nothing."""
-
-    def on_thread_stack_inherited(self, path_id: int) -> None:
-        """A new thread starts with an inherited (non-empty) scope stack whose top is `path_id`.
-        Backends that tag launches push it for that thread; the default does `push_path`."""
-        if self.push_path is not None:
-            self.push_path(path_id)
 
 
 _REGISTRY: dict[str, Callable[[str], Backend]] = {}

@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from array import array
 
 from ..model.paths import ROOT, PathTable
+from .timeline import ThreadTimelines
 
 _LEPTON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,14 +25,15 @@ class ThreadState(threading.local):
     """Per-thread scope state. `stack[0]` is always ROOT."""
 
     stack: list[int]
-    pushed: list[int]  # the ids pushed to the backends on this thread, innermost last
+    marks: array  # this thread's time line (`ThreadLog.marks`): [time, path, time, path, ...]
     state: tuple[str, ...] | None
     lane: int
 
 
 class ShadowStacks:
-    def __init__(self, paths: PathTable) -> None:
+    def __init__(self, paths: PathTable, timeline: ThreadTimelines) -> None:
         self.paths = paths
+        self.timeline = timeline
         self.local = ThreadState()
         self._main_stack: list[int] | None = None
         self._lanes = 0
@@ -44,6 +47,7 @@ class ShadowStacks:
     def reset(self) -> None:
         """Forgets every thread's stack (all sessions ended)."""
         self.local = ThreadState()
+        self.timeline.reset()
         self._main_stack = None
         self._lanes = 0
 
@@ -53,7 +57,7 @@ class ShadowStacks:
         if not hasattr(t, "stack"):
             main = self._main_stack
             t.stack = [ROOT] if main is None else list(main)
-            t.pushed = []
+            t.marks = self.timeline.log().marks
             t.state = None
             with self._lock:
                 t.lane = self._lanes

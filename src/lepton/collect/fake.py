@@ -1,9 +1,9 @@
 """The test twin of a real backend: kernels are scripted, everything else is the real path.
 
-`FakeBackend` keeps a per-thread external-id stack exactly as CUPTI does (the runtime pushes and
-pops path ids into it), so `launch()` tags a kernel with the innermost pushed id, as a real launch
-would. Kernels are queued like activity records and delivered as one `KernelBatch` per `flush()`,
-through the same `KernelSink.ingest` a real backend uses. `emit()` hands over pre-built batches
+`FakeBackend` attributes kernels as the CUPTI backend does: `launch()` records the launching thread
+and the time on the time line's clock, and each kernel's path is looked up on the threads' time
+lines when it is delivered. Kernels are queued like activity records and delivered as one
+`KernelBatch` per `flush()`, through the same `KernelSink.ingest` a real backend uses. `emit()` hands over pre-built batches
 (benchmarks: a million kernels).
 """
 from __future__ import annotations
@@ -25,48 +25,27 @@ H200 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock
 class FakeBackend(Backend):
     name = "fake"
     modes = ("", "pcsampling")
+    reads_marks = True
     instances: ClassVar[list[FakeBackend]] = []  # newest last: how tests reach the running one
 
     def __init__(self, mode: str = "", devices: dict[int, DeviceInfo] | None = None) -> None:
         super().__init__(mode)
         self.devices = {0: H200} if devices is None else devices
-        self._tls = threading.local()
         self._queue: list[tuple] = []
         self._queue_lock = threading.Lock()
         self._correlation = 0
-        tls = self._tls
-
-        def push(path_id: int) -> None:  # as cheap as possible: it runs on every scope
-            try:
-                tls.stack.append(path_id)
-            except AttributeError:
-                tls.stack = [path_id]
-
-        self.push_path = push
-        self.pop_path = lambda: tls.stack.pop()
         self.dropped = 0
         FakeBackend.instances.append(self)
-
-    def _stack(self) -> list[int]:
-        s = getattr(self._tls, "stack", None)
-        if s is None:
-            s = self._tls.stack = []
-        return s
-
-    def ext_stack(self) -> list[int]:
-        """The calling thread's external-id stack (what CUPTI would hold), for tests."""
-        return list(self._stack())
 
     def launch(self, name: str, duration_ns: int = 1000, *, device_id: int = 0, stream_id: int = 7,
                start_ns: int | None = None, metrics: dict | None = None) -> int:
         """Records one kernel launched now on the calling thread; returns its correlation id."""
-        stack = self._stack()
-        launch_ns = time.time_ns()
+        launch_ns = self.sink.timeline.clock() if self.sink is not None else time.time_ns()
         start = launch_ns + 1000 if start_ns is None else start_ns
         with self._queue_lock:
             self._correlation += 1
             corr = self._correlation
-            self._queue.append((stack[-1] if stack else 0, name, start, start + duration_ns, launch_ns,
+            self._queue.append((threading.get_native_id(), name, start, start + duration_ns, launch_ns,
                                 device_id, stream_id, corr, metrics))
         return corr
 
@@ -90,8 +69,9 @@ class FakeBackend(Backend):
         names = sorted({q[1] for q in queue})
         index = {n: i for i, n in enumerate(names)}
         cols = list(zip(*queue))
+        parents = self.sink.timeline.paths_at(np.asarray(cols[0], np.int64), np.asarray(cols[4], np.int64))
         batch = KernelBatch.from_columns(
-            parent_path=cols[0], names=names, name_id=[index[n] for n in cols[1]], start_ns=cols[2],
+            parent_path=parents, names=names, name_id=[index[n] for n in cols[1]], start_ns=cols[2],
             end_ns=cols[3], launch_ns=cols[4], device_id=cols[5], stream_id=cols[6],
             correlation_id=np.asarray(cols[7], dtype=np.int64))
         batch.launch_metrics = {q[7]: q[8] for q in queue if q[8]}

@@ -4,8 +4,8 @@ Triton calls `launch_enter_hook(metadata)` before and `launch_exit_hook(metadata
 kernel launch when a hook is installed; `metadata` is a `LazyDict` whose `get()` evaluates the
 kernel's `launch_metadata(grid, metadata, args)` function. The returned `name` renames the launch's
 kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become metrics of exactly
-that launch's node: `Runtime.enter_op` makes an op node under the current scope and pushes it as the
-launch's path on its thread, so the kernel record lands on it whichever thread launches.
+that launch's node: `Runtime.enter_op` makes an op node under the current scope and marks it as the
+launch's path on its thread's time line, so the kernel record lands on it whichever thread launches.
 
 GPU work that `launch_metadata` itself launches runs under the state
 `__proton_launch_metadata:<kernel>`, so it stays out of the user's tree (the viewer hides it).
@@ -22,6 +22,7 @@ from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
+_PARSED_MAX = 4096  # launch metadata results remembered (distinct shapes)
 
 
 def _is_metric_value(value) -> bool:
@@ -40,6 +41,7 @@ class LaunchHook:
             cls._instance = super().__new__(cls)
             cls._instance._tls = threading.local()
             cls._instance._metadata_states = {}  # raw kernel name -> its metadata state
+            cls._instance._parsed = {}  # (raw name, metadata items) -> (name, metrics)
             cls._instance.sessions = set()
             cls._instance.configure()
         return cls._instance
@@ -60,49 +62,81 @@ class LaunchHook:
 
     def enter(self, metadata) -> None:
         # Runs on every hooked launch: kept flat (each Python call here costs ~0.1 us).
-        tls = self._tls
-        tls.op = None
+        try:
+            launch = self._tls.launch
+        except AttributeError:
+            launch = self._tls.launch = _ThreadLaunch()
+        launch.op = None
         rt = RUNTIME
-        if not rt.active or getattr(tls, "busy", False):
+        if not rt.active or launch.busy:
             return
         data = metadata.data
         raw_name = data.get("name")
         if self._filtering and not self._wanted(raw_name):
             return
-        tls.busy = True
+        launch.busy = True
         try:
             state = self._metadata_states.get(raw_name)
             if state is None:
                 state = self._metadata_states[raw_name] = (COMPUTE_METADATA_SCOPE_NAME, str(raw_name))
             previous = rt.enter_transient_state(state)
             try:
-                values = metadata.get()
-                name = values.get("name", raw_name)
+                name, metrics = self._name_and_metrics(raw_name, metadata.get())
                 if self._filtering and name != raw_name and not self._wanted(name):
                     rt.exit_transient_state(previous)
                     return
-                metrics = []
-                for key, value in values.items():
-                    t = type(value)
-                    if t is float or t is int:
-                        if key not in _RESERVED_KEYS:
-                            metrics.append((key, value))
-                    elif key not in _RESERVED_KEYS and _is_metric_value(value):
-                        value = to_python_value(value)  # tensors, numpy values: plain numbers now
-                        metrics.append((key, tuple(value) if isinstance(value, list) else value))
                 props = kernel_props.properties_of_launch(data.get("function"))
             except BaseException:
                 rt.exit_transient_state(previous)
                 raise
-            tls.op = rt.op_after_transient_state(previous, str(name), tuple(metrics), props)
+            launch.op = rt.op_after_transient_state(previous, name, metrics, props)
         finally:
-            tls.busy = False
+            launch.busy = False
+
+    def _name_and_metrics(self, raw_name, values: dict) -> tuple[str, tuple]:
+        """The launch's node name and its metrics `((name, value), ...)` from what
+        `launch_metadata` returned; remembered for values that are plain numbers and strings
+        (a launch loop usually repeats a few shapes)."""
+        try:
+            key = (raw_name, tuple(values.items()))
+            known = self._parsed.get(key)
+        except TypeError:  # an unhashable value (a list)
+            key = known = None
+        if known is not None:
+            return known
+        plain = True
+        metrics = []
+        for name, value in values.items():
+            t = type(value)
+            if t is float or t is int:
+                if name not in _RESERVED_KEYS:
+                    metrics.append((name, value))
+                continue
+            if t is not str and value is not None:
+                plain = False
+            if name not in _RESERVED_KEYS and _is_metric_value(value):
+                value = to_python_value(value)  # tensors, numpy values: plain numbers now
+                metrics.append((name, tuple(value) if isinstance(value, list) else value))
+        parsed = (str(values.get("name", raw_name)), tuple(metrics))
+        if plain and key is not None and len(self._parsed) < _PARSED_MAX:
+            self._parsed[key] = parsed
+        return parsed
 
     def exit(self, metadata) -> None:
-        op = getattr(self._tls, "op", None)
-        if op is not None:
-            self._tls.op = None
+        launch = getattr(self._tls, "launch", None)
+        if launch is not None and launch.op is not None:
+            op, launch.op = launch.op, None
             RUNTIME.exit_op(op)
+
+
+class _ThreadLaunch:
+    """The launch in progress on one thread."""
+
+    __slots__ = ("busy", "op")
+
+    def __init__(self) -> None:
+        self.op: int | None = None  # its op node, from enter to exit
+        self.busy = False  # evaluating its launch metadata (a launch inside it is not hooked)
 
 
 def _knobs():

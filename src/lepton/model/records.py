@@ -12,7 +12,7 @@ so that CPU scopes, session (de)activations and kernels share one time line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -79,6 +79,8 @@ class DeviceInfo:
 class KernelSink(Protocol):
     """The receiver of a backend's records: the profiler runtime. Thread-safe; may be called from
     a backend's own thread (CUPTI's buffer-completion thread)."""
+
+    timeline: Any  # `collect.timeline.ThreadTimelines`: the threads' path marks, by time
 
     def ingest(self, batch: KernelBatch) -> None: ...
 

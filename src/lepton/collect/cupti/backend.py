@@ -2,8 +2,8 @@
 
 How a kernel finds its scope: the kernel record shares its correlation id with the API record of
 the call that launched it, which carries the launching thread and the call's start time; the
-runtime's scope hooks (`push_path`/`pop_path`) log when each thread changed path
-(`timeline.ThreadTimelines`), so the launch's path is that thread's path at that time. The API
+runtime marks when each thread changed path (`timeline.ThreadTimelines`), so the launch's path
+is that thread's path at that time. The API
 records of the launch calls, and only theirs, are turned on:
 
 - before CUDA is initialised, `cuptiActivityEnableDriverApi/RuntimeApi(cbid, 1)` for each launch
@@ -41,7 +41,6 @@ from .clock import calibrate
 from .collector import Collector
 from .devices import Driver
 from .graphs import GraphNodePaths
-from .timeline import ThreadTimelines
 
 BUFFER_BYTES = 8 << 20  # ≈32k launches (API 40 B + kernel 216 B each) per buffer
 # Parse each buffer on CUPTI's thread as soon as it completes rather than all at finalize, which
@@ -134,6 +133,7 @@ class CuptiBackend(Backend):
     name = "cupti"
     device_type = "CUDA"
     modes = ("",)
+    reads_marks = True
 
     def __init__(self, mode: str = "", *, cupti: Cupti | None = None, driver: Driver | None = None) -> None:
         """`cupti` and `driver` default to the real libraries; tests pass fakes."""
@@ -142,7 +142,6 @@ class CuptiBackend(Backend):
         super().__init__(mode)
         self.cupti = cupti if cupti is not None else Cupti()
         self.driver = driver if driver is not None else Driver()
-        self.timeline: ThreadTimelines | None = None
         self._thread_id_type: int | None = None
         self.collector: Collector | None = None
         self.api_records = ""  # "per-cbid" or "masked": how launch API records were turned on
@@ -179,9 +178,8 @@ class CuptiBackend(Backend):
             self._thread_id_type = cupti.thread_id_type()
             cupti.set_thread_id_type(layout.THREAD_ID_TYPE_SYSTEM)
             mark_clock, clock_map = calibrate(cupti.fast_timestamp())
-            self.timeline = ThreadTimelines(clock=mark_clock)
-            self.push_path, self.pop_path = self.timeline.push, self.timeline.pop
-            self.collector = Collector(self.sink, _kernel_name, self.timeline.paths_at, graphs=GRAPH_NODES,
+            self.sink.timeline.clock = mark_clock
+            self.collector = Collector(self.sink, _kernel_name, self.sink.timeline.paths_at, graphs=GRAPH_NODES,
                                        record_size=self._record_size, clock=clock_map)
             _Shared.backend = self
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
@@ -217,14 +215,15 @@ class CuptiBackend(Backend):
     def _do_flush(self) -> None:
         if self.collector is None:
             return
-        flush_start = self.timeline.clock()
+        timeline = self.sink.timeline
+        flush_start = timeline.clock()
         self.driver.synchronize_all()  # kernels still running get their records too
         self.cupti.flush_all(forced=False)
         self.cupti.flush_all(forced=True)  # also the partly filled buffers
         self._report_dropped()
         self.collector.process(flush=True)
         _recycle(self.collector.take_parsed_buffers())
-        self.timeline.forget_before(flush_start)  # every launch before it has been attributed
+        timeline.forget_before(flush_start)  # every launch before it has been attributed
 
     def _do_stop(self) -> None:
         try:
@@ -310,7 +309,7 @@ class CuptiBackend(Backend):
     def set_python_context(self, on: bool, path_of_caller: Callable[[], int]) -> None:
         """With a python-context session, every launch API call records the Python stack it was
         made from (a Python callback per launch, as Proton unwinds the stack per launch); the
-        kernel lands there instead of under the pushed scope. A kernel carries the correlation id
+        kernel lands there instead of under the marked scope. A kernel carries the correlation id
         of the API call that launched it: the runtime's for torch and other runtime users, the
         driver's `cuLaunchKernelEx` for Triton. The driver's `cuLaunchKernel` is not watched: the
         runtime calls it inside every `cudaLaunchKernel`, and each watched call costs two Python

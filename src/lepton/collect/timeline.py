@@ -1,20 +1,20 @@
-"""Which call path each thread was in, and since when: how CUPTI launches find their scope.
+"""Which call path each thread was in, and since when: how launched kernels find their scope.
 
-The runtime tells the backend on every scope change of a thread (`push_path(path_id)` on entry,
-`pop_path()` on exit). Here each of those appends two numbers to the thread's own log: the host
-time and the path the thread is in from then on. A launch's API record carries the launching
-thread's id and its start time on CUPTI's clock (the marks are kept on that clock, see `clock`), so
-the launch's path is the last mark of its thread at or before that time: one `searchsorted` per
-thread for a whole buffer.
+The runtime marks every change of a thread's path (scope entered or left, state set, launch op
+begun or ended) by appending two numbers to that thread's log: the time and the path the thread is
+in from then on. A launch's record carries the launching thread's id and its start time on the
+same clock (the backend picks the clock, see `cupti.clock`), so the launch's path is the last mark
+of its thread at or before that time: one `searchsorted` per thread for a whole buffer.
 
 This replaces pushing CUPTI external correlation ids (cupti-notes §3). Measured on the H200, per
 step of 3 launches in one scope, median of 12-20 alternations in one process: the ext-id push/pop
 plus the EXTERNAL_CORRELATION records cost 2.3-2.7 µs more than no attribution at all, these marks
-0.3-0.4 µs. The hook mode changes paths four times per Triton launch, so it saves twice that.
+0.3-0.4 µs. A mark is two `array.append`s, which the scope fast path makes inline.
 
-Thread ids: the backend has CUPTI write system thread ids (gettid, `threading.get_native_id()`;
-see `layout.THREAD_ID_TYPE_SYSTEM`). The kernel may give a new thread the id of one that ended;
-such threads' logs are merged by time, which keeps each one's marks in its own lifetime.
+Thread ids are system thread ids (gettid, `threading.get_native_id()`; the CUPTI backend has CUPTI
+write those, see `layout.THREAD_ID_TYPE_SYSTEM`). The kernel may give a new thread the id of one
+that ended; such threads' logs are merged by time, which keeps each one's marks in its own
+lifetime.
 """
 from __future__ import annotations
 
@@ -25,18 +25,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...model.paths import ROOT
+from ..model.paths import ROOT
 
 
-class _ThreadLog:
-    """One thread's path stack (as pushed) and its marks: `[t0, path0, t1, path1, ...]`, appended
-    by the thread itself; `times`/`paths` mirror them as numpy arrays for the lookups."""
+class ThreadLog:
+    """One thread's marks, `[t0, path0, t1, path1, ...]`, appended by the thread itself;
+    `times`/`paths` mirror them as numpy arrays for the lookups."""
 
-    __slots__ = ("in_order", "marks", "mirrored", "paths", "stack", "thread_id", "times")
+    __slots__ = ("in_order", "marks", "mirrored", "paths", "thread_id", "times")
 
     def __init__(self, thread_id: int) -> None:
         self.thread_id = thread_id
-        self.stack: list[int] = []
         self.marks = array("q")
         self.times = np.zeros(0, np.int64)
         self.paths = np.zeros(0, np.int64)
@@ -74,54 +73,41 @@ class _ThreadLog:
 
 
 class ThreadTimelines:
-    """Per-thread logs of path changes; `push`/`pop` are the backend's scope hooks."""
+    """Every thread's log of path changes. The runtime keeps one for the process; `clock` is set by
+    the backend that reads the marks (the clock its launch records are on)."""
 
     def __init__(self, clock: Callable[[], int] = time.time_ns,
                  thread_id: Callable[[], int] = threading.get_native_id) -> None:
         self.clock = clock
         self.thread_id = thread_id
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets every thread's log (no session left)."""
         self._tls = threading.local()
-        self._logs: list[_ThreadLog] = []
+        self._logs: list[ThreadLog] = []
         self._lock = threading.Lock()
-        self.push, self.pop = self._hooks()
 
-    def _new_log(self) -> _ThreadLog:
-        log = self._tls.log = _ThreadLog(self.thread_id())
-        with self._lock:
-            self._logs.append(log)
-        return log
+    def log(self) -> ThreadLog:
+        """The calling thread's log, created on its first use."""
+        try:
+            return self._tls.log
+        except AttributeError:
+            log = self._tls.log = ThreadLog(self.thread_id())
+            with self._lock:
+                self._logs.append(log)
+            return log
 
-    def _hooks(self):
-        tls, clock, new_log = self._tls, self.clock, self._new_log
-
-        def push(path_id: int) -> None:  # runs on every scope entry: kept flat
-            try:
-                log = tls.log
-            except AttributeError:
-                log = new_log()
-            log.stack.append(path_id)
-            marks = log.marks
-            marks.append(clock())
-            marks.append(path_id)
-
-        def pop() -> None:
-            try:
-                log = tls.log
-            except AttributeError:
-                return
-            stack = log.stack
-            if stack:
-                stack.pop()
-            marks = log.marks
-            marks.append(clock())
-            marks.append(stack[-1] if stack else ROOT)
-
-        return push, pop
+    def mark(self, path_id: int) -> None:
+        """The calling thread is in `path_id` from now on (the runtime inlines this)."""
+        marks = self.log().marks
+        marks.append(self.clock())
+        marks.append(path_id)
 
     def marks_by_thread(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """`thread id -> (times, paths)`, each thread's marks in time order. Called from CUPTI's
         buffer thread while launching threads append."""
-        by_thread: dict[int, list[_ThreadLog]] = {}
+        by_thread: dict[int, list[ThreadLog]] = {}
         with self._lock:
             for log in self._logs:
                 by_thread.setdefault(log.thread_id, []).append(log)

@@ -1,5 +1,5 @@
-"""The threads' time lines that CUPTI launches are attributed with: marks written by the scope
-hooks, and the path of a (thread, time)."""
+"""The threads' time lines that launches are attributed with: marks of each thread's path changes,
+and the path of a (thread, time)."""
 from __future__ import annotations
 
 import itertools
@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from lepton.collect.cupti.timeline import ThreadTimelines, paths_at
+from lepton.collect.timeline import ThreadTimelines, paths_at
 
 
 def ticking_clock(start=1000, step=10):
@@ -15,12 +15,12 @@ def ticking_clock(start=1000, step=10):
     return lambda: next(ticks)
 
 
-def test_a_thread_is_in_the_path_of_its_last_mark_and_back_in_the_parent_after_a_pop():
+def test_a_thread_is_in_the_path_of_its_last_mark():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.push(5)  # t=1000
-    tl.push(6)  # t=1010
-    tl.pop()  # t=1020: back in 5
-    tl.pop()  # t=1030: outside every scope
+    tl.mark(5)  # t=1000
+    tl.mark(6)  # t=1010
+    tl.mark(5)  # t=1020: back in 5
+    tl.mark(0)  # t=1030: outside every scope
     me = threading.get_native_id()
     times = np.array([999, 1000, 1005, 1010, 1019, 1020, 1029, 1030, 5000])
     got = tl.paths_at(np.full(len(times), me), times)
@@ -34,7 +34,7 @@ def test_each_thread_has_its_own_time_line():
 
     def work(path):
         ready.wait()
-        tl.push(path)
+        tl.mark(path)
         ids[path] = threading.get_native_id()
 
     threads = [threading.Thread(target=work, args=(p,)) for p in (7, 8)]
@@ -51,11 +51,11 @@ def test_threads_sharing_an_id_one_after_the_other_are_merged_by_time():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 42)
 
     def first():
-        tl.push(1)  # 1000
-        tl.pop()  # 1010
+        tl.mark(1)  # 1000
+        tl.mark(0)  # 1010
 
     def second():
-        tl.push(2)  # 1020
+        tl.mark(2)  # 1020
 
     for fn in (first, second):
         t = threading.Thread(target=fn)
@@ -67,7 +67,7 @@ def test_threads_sharing_an_id_one_after_the_other_are_merged_by_time():
 
 def test_a_mark_copied_half_written_is_left_out():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.push(3)
+    tl.mark(3)
     log = tl._logs[0]
     log.marks.append(2000)  # the time of a mark whose path is not appended yet
     times, paths = tl.marks_by_thread()[log.thread_id]
@@ -78,9 +78,9 @@ def test_marks_out_of_time_order_are_sorted():
     """The wall clock can be set back; the marks are then sorted before the lookup."""
     clock = iter([1000, 500, 2000])
     tl = ThreadTimelines(clock=lambda: next(clock), thread_id=lambda: 1)
-    tl.push(1)
-    tl.push(2)
-    tl.push(3)
+    tl.mark(1)
+    tl.mark(2)
+    tl.mark(3)
     times, paths = tl.marks_by_thread()[1]
     assert times.tolist() == [500, 1000, 2000] and paths.tolist() == [2, 1, 3]
 
@@ -88,7 +88,7 @@ def test_marks_out_of_time_order_are_sorted():
 def test_forgetting_keeps_the_mark_in_force_and_everything_after():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 9)
     for p in (1, 2, 3, 4):
-        tl.push(p)  # 1000, 1010, 1020, 1030
+        tl.mark(p)  # 1000, 1010, 1020, 1030
     tl.forget_before(1025)
     times, paths = tl.marks_by_thread()[9]
     assert times.tolist() == [1020, 1030] and paths.tolist() == [3, 4]
@@ -107,11 +107,11 @@ def test_lookups_after_more_marks_see_old_and_new_marks_alike():
     seen = []
     for round_ in range(3):
         for p in range(1, 1500):
-            tl.push(round_ * 10_000 + p)
-            tl.pop()
+            tl.mark(round_ * 10_000 + p)
+            tl.mark(0)
         times, _ = tl.marks_by_thread()[5]
         seen.append(len(times))
-        # the mark of push p of this round is at an even index
+        # the mark of path p of this round is at an even index
         assert tl.paths_at(np.array([5]), np.array([times[-2]])).tolist() == [round_ * 10_000 + 1499]
     assert seen == [2998, 5996, 8994]
     assert tl.paths_at(np.array([5]), np.array([1000])).tolist() == [1]
@@ -120,9 +120,18 @@ def test_lookups_after_more_marks_see_old_and_new_marks_alike():
 def test_forgetting_then_marking_again_keeps_lookups_right():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 9)
     for p in (1, 2, 3):
-        tl.push(p)  # 1000, 1010, 1020
+        tl.mark(p)  # 1000, 1010, 1020
     tl.marks_by_thread()
     tl.forget_before(1015)
-    tl.push(4)  # 1030
+    tl.mark(4)  # 1030
     times, paths = tl.marks_by_thread()[9]
     assert times.tolist() == [1010, 1020, 1030] and paths.tolist() == [2, 3, 4]
+
+
+def test_reset_forgets_every_thread():
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 3)
+    tl.mark(1)
+    tl.reset()
+    assert tl.marks_by_thread() == {}
+    tl.mark(2)  # 1010, in a new log
+    assert tl.paths_at(np.array([3, 3]), np.array([1005, 1010])).tolist() == [0, 2]
