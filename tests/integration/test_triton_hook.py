@@ -164,3 +164,34 @@ def test_triton_kernels_carry_their_compiled_properties(knobs, fake, monkeypatch
     assert (m["num_warps"], m["num_stages"], m["shared_bytes"], m["registers"], m["spills"]) == (4, 3, 8192, 40, 2)
     assert m["count"] == 2 and m["flops16"] == 4.0
     assert "num_warps" not in root["metrics"] and root["metrics"]["flops16"] == 0
+
+
+def test_metadata_that_changes_between_launches_gives_each_launch_its_own_values(knobs, fake):
+    """Parsed metadata is remembered per distinct result: sizes that change, values that repeat,
+    and values that cannot be remembered (a list, a tensor-like) each land as launched."""
+
+    class Scalar:  # a 0-d tensor stand-in: has `dtype` and converts to a number
+        dtype = "float32"
+
+        def __init__(self, v):
+            self.v = v
+
+        def item(self):
+            return self.v
+
+        def tolist(self):
+            return self.v
+
+    proton.start("varying", backend="fake", hook="triton")
+    sizes = [1024, 2048, 1024, 2048, 1024]
+    with proton.scope("s"):
+        for n in sizes:
+            launch(knobs, fake(), "add_kernel", lambda n=n: {"name": f"add_{n}", "bytes": n}, 10)
+        for v in (3.0, 4.0):
+            launch(knobs, fake(), "k2", lambda v=v: {"name": "scaled", "flops": Scalar(v), "tags": [1]}, 10)
+    proton.finalize()
+    (scope,) = load("varying.hatchet")["children"]
+    by_name = {c["frame"]["name"]: c["metrics"] for c in scope["children"]}
+    assert by_name["add_1024"]["bytes"] == 3 * 1024 and by_name["add_1024"]["count"] == 3
+    assert by_name["add_2048"]["bytes"] == 2 * 2048 and by_name["add_2048"]["count"] == 2
+    assert by_name["scaled"]["flops"] == 7.0 and by_name["scaled"]["count"] == 2
