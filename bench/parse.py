@@ -19,7 +19,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from lepton.collect.cupti import synthetic, timeline
+from lepton.collect import timeline
+from lepton.collect.cupti import synthetic
 from lepton.collect.cupti.clock import ClockMap
 from lepton.collect.cupti.collector import Collector
 
