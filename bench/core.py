@@ -1,7 +1,7 @@
 """Core costs on the CPU (no GPU needed), one `key=value` per line.
 
-scope_us        enter+exit of a scope with a session active (fake backend, so the backend's
-                push/pop of the path id is included), median of 1e5 pairs, in microseconds
+scope_us        enter+exit of a scope with a session active (fake backend, so the marks on the
+                thread's time line are included), median of 1e5 pairs, in microseconds
 aggregate_1m_s  1,000,000 kernel records over 1,000 call paths delivered in batches of 64k,
                 attributed, aggregated into the tree and written, in seconds
 parse_1m_s      (when the CUPTI parser is present) 1,000,000 kernels' worth of synthetic CUPTI

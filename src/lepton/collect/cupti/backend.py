@@ -10,11 +10,15 @@ records of the launch calls, and only theirs, are turned on:
   cbid suffices (the whole RUNTIME+DRIVER kinds would cost ≈25 records per launch pair);
 - after it, those per-API calls are silently ignored (also after toggling the kinds or enabling
   callbacks for the cbids: 0 records, measured), so the whole DRIVER and RUNTIME kinds are enabled
-  and every other cbid is switched off again (≈1300 calls, 1.3-2.1 ms measured).
+  and every other cbid is switched off again (≈1300 calls, 1.3-2.1 ms measured). Measured on the
+  H100: 3 API records per step of 1 Triton + 2 torch launches (cuLaunchKernelEx, 2 cudaLaunchKernel),
+  covering all kernels. Enabling a kind again turns all its APIs back on (31 records per step),
+  so the kinds are enabled once per start and never toggled while running.
 
 Measured on the H200 after CUDA init, per step of 1 Triton + 2 torch launches (≈39 µs bare; states
 alternated in one process, median of 5): kernel records +3.5 µs, the DRIVER kind (masked) +2.5,
-the RUNTIME kind (masked) +1.2. Pushing CUPTI external correlation ids instead of the time line
+the RUNTIME kind (masked) +1.2. On the H100 (≈45 µs bare, `bench/gpu_costs.py`'s method, 24
+rounds): kernel records +1.5 µs, with the masked API records +5.3 µs, with the scope +5.4 µs. Pushing CUPTI external correlation ids instead of the time line
 cost 2.3-2.7 µs per scope (ext records and the push/pop calls), the time line 0.3-0.4 µs.
 
 Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they

@@ -1,0 +1,119 @@
+"""What each part of Lepton's CUPTI collection costs per step, measured in one process (GPU machine).
+
+Separate processes run at different speeds on a shared host (bare steps of one script measured
+32-53 µs in consecutive processes, and 50-90 µs within one), which drowns differences of a few µs
+between configurations run in separate processes. Here the states alternate in short chunks in one
+process, so that a change of host speed hits every state alike; each chunk is timed by the main
+thread's CPU time as well as the wall clock.
+
+Each step is the overhead benchmark's (`../shared/bench/overhead.py`): 1 Triton and 2 torch
+launches, inside a scope where the state says so.
+
+usage:  python bench/gpu_costs.py [--rounds 30] [--chunk 300]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--chunk", type=int, default=300)
+    a = ap.parse_args()
+
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(z + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+    x = torch.randn(4096, device="cuda")
+    y = torch.randn(4096, device="cuda")
+    z = torch.empty_like(x)
+
+    def step():
+        add_kernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+        return (z * 2.0) + 1.0
+
+    for _ in range(50):
+        step()
+    torch.cuda.synchronize()
+
+    import lepton
+    from lepton.collect.cupti import layout
+    from lepton.runtime import RUNTIME
+
+    lepton.start(os.path.join(tempfile.mkdtemp(), "costs"))
+    backend = RUNTIME.backends["cupti"]
+    cupti = backend.cupti
+    kinds = {"kernel": layout.KIND_CONCURRENT_KERNEL, "driver": layout.KIND_DRIVER, "runtime": layout.KIND_RUNTIME}
+    mark_clock = RUNTIME.mark_clock
+
+    def set_state(on: tuple[str, ...], marks: bool) -> None:
+        for name, kind in kinds.items():
+            (cupti.enable if name in on else cupti.disable)(kind)
+        # Enabling a kind again turns all of its APIs back on (measured: 31 API records per step
+        # instead of 3), so the launch-only mask is applied again.
+        driver_off, runtime_off = backend._masked
+        for cbid in driver_off:
+            cupti.enable_driver_api(cbid, False)
+        for cbid in runtime_off:
+            cupti.enable_runtime_api(cbid, False)
+        RUNTIME.mark_clock = mark_clock if marks else None
+
+    def bare(n):
+        for _ in range(n):
+            step()
+
+    def scoped(n):
+        for _ in range(n):
+            with lepton.scope("step"):
+                step()
+
+    launch_records = ("kernel", "driver", "runtime")
+    states = {
+        "nothing collected": ((), True, bare),
+        "kernel records": (("kernel",), True, bare),
+        "+ launch API records": (launch_records, True, bare),
+        "+ scope, no marks": (launch_records, False, scoped),
+        "+ scope (Lepton as it runs)": (launch_records, True, scoped),
+    }
+    wall: dict[str, list[float]] = {s: [] for s in states}
+    cpu: dict[str, list[float]] = {s: [] for s in states}
+    for _ in range(a.rounds):
+        for name, (on, marks, loop) in states.items():
+            set_state(on, marks)
+            loop(50)  # past any transient of the switch
+            torch.cuda.synchronize()
+            c0, t0 = time.thread_time(), time.perf_counter()
+            loop(a.chunk)
+            c1 = time.thread_time()
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            wall[name].append((t1 - t0) / a.chunk * 1e6)
+            cpu[name].append((c1 - c0) / a.chunk * 1e6)
+    set_state(launch_records, True)
+    lepton.finalize()
+
+    base_wall = statistics.median(wall["nothing collected"])
+    base_cpu = statistics.median(cpu["nothing collected"])
+    print(f"{'state':30} {'wall µs':>8} {'+':>6} {'cpu µs':>8} {'+':>6}   (per step, median of {a.rounds})")
+    for name in states:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"{name:30} {w:8.2f} {w - base_wall:6.2f} {c:8.2f} {c - base_cpu:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
