@@ -327,3 +327,23 @@ def test_a_long_launch_stream_split_into_many_buffers_is_attributed_exactly():
     order = np.argsort(got_corr)
     assert got_corr[order].tolist() == corr.tolist()
     assert got_parent[order].tolist() == path_truth.tolist()
+
+
+def test_external_correlation_records_interleaved_by_another_client_are_stepped_over():
+    """torch.profiler turns EXTERNAL_CORRELATION on for the process; its records, one before each
+    API record, must neither stop the walk nor be taken for launches."""
+    sink = Sink()
+    kinds, kernel, api, marks = empty()
+    pending = []
+    for i in range(4):
+        kinds.append(layout.KIND_EXTERNAL_CORRELATION)
+        pending += launch(kinds, kernel, api, marks, corr=i + 1, path=sink.paths.child(0, f"s{i}"),
+                          t=1000 * (i + 1))
+        if i % 2:
+            add_kernels(kinds, kernel, pending)
+            pending = []
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)  # no sizer: the table must know them
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 4 and sink.dropped == 0
+    assert [r[0] for r in sink.rows()] == ["s0", "s1", "s2", "s3"]

@@ -23,16 +23,19 @@ KIND_KERNEL = 3
 KIND_DRIVER = 4
 KIND_RUNTIME = 5
 KIND_CONCURRENT_KERNEL = 10
+KIND_EXTERNAL_CORRELATION = 39
 KIND_INTERNAL_LAUNCH_API = 48
 
-# Record size in bytes of each kind Lepton enables. Kinds not listed are unknown to the parser,
-# which stops at them; the backend then learns their size from CUPTI and walks on.
+# Record size in bytes of each kind Lepton enables, and of EXTERNAL_CORRELATION, which another
+# client (torch.profiler) enables and which Lepton steps over. Kinds not listed are unknown to the
+# parser, which stops at them; the backend then learns their size from CUPTI and walks on.
 RECORD_SIZE = {
     KIND_KERNEL: 216,  # CUpti_ActivityKernel10
     KIND_CONCURRENT_KERNEL: 216,  # CUpti_ActivityKernel10
     KIND_DRIVER: 40,  # CUpti_ActivityAPI
     KIND_RUNTIME: 40,  # CUpti_ActivityAPI
     KIND_INTERNAL_LAUNCH_API: 40,  # CUpti_ActivityAPI
+    KIND_EXTERNAL_CORRELATION: 24,  # CUpti_ActivityExternalCorrelation
 }
 KERNEL_KINDS = (KIND_KERNEL, KIND_CONCURRENT_KERNEL)
 API_KINDS = (KIND_DRIVER, KIND_RUNTIME, KIND_INTERNAL_LAUNCH_API)
