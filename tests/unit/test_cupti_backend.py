@@ -407,3 +407,13 @@ def test_python_context_puts_kernels_under_the_launching_python_line(fake_cupti)
         path.append(node["frame"]["name"])
     assert path[-1] == "add_kernel" and node["metrics"]["count"] == 1
     assert path[-2].endswith("@launch_from_here") and "test_cupti_backend.py:" in path[-2]
+
+
+def test_start_leaves_a_resident_zeroed_buffer_for_cupti(fake_cupti, monkeypatch):
+    """The first buffer CUPTI asks for is ready (pages faulted in at start, not in the loop)."""
+    monkeypatch.setattr(cupti_backend._Shared, "pool", [])
+    proton.start("prof", backend="cupti")
+    pool = list(cupti_backend._Shared.pool)
+    proton.finalize()
+    assert len(pool) >= cupti_backend._RESIDENT_AT_START
+    assert all(b.nbytes == cupti_backend.BUFFER_BYTES and not b.any() for b in pool)

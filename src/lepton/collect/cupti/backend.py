@@ -52,6 +52,10 @@ BUFFER_BYTES = 8 << 20  # ≈32k launches (API 40 B + kernel 216 B each) per buf
 # which release the GIL on large arrays, while the launching thread keeps launching).
 PROCESS_AT_BYTES = BUFFER_BYTES // 2
 _POOL_MAX = 8  # parsed buffers kept for reuse (64 MiB)
+# Buffers made resident at start: CUPTI writes API records on the launching thread, so the first
+# writes to a fresh buffer's pages would fault them in (2048 faults per buffer) inside the loop
+# being profiled rather than in start().
+_RESIDENT_AT_START = 1
 
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
 # are process-wide, so the capture map is too.
@@ -91,6 +95,18 @@ def _buffer_completed(context: int, stream_id: int, address: int, size: int, val
         _recycle([(buf, valid)] if buf is not None else [])
         return
     backend._buffer_completed(buf, valid)
+
+
+def _fill_pool(count: int) -> None:
+    """Puts zeroed buffers whose pages are resident in the pool, up to `count`."""
+    while True:
+        with _Shared.lock:
+            if len(_Shared.pool) >= count:
+                return
+        buf = np.zeros(BUFFER_BYTES, np.uint8)
+        buf[::4096] = 0  # a write per page: faults it in now (it stays zero)
+        with _Shared.lock:
+            _Shared.pool.append(buf)
 
 
 def _recycle(buffers: list[tuple[np.ndarray, int]]) -> None:
@@ -186,6 +202,7 @@ class CuptiBackend(Backend):
             self.collector = Collector(self.sink, _kernel_name, self.sink.timeline.paths_at, graphs=GRAPH_NODES,
                                        record_size=self._record_size, clock=clock_map)
             _Shared.backend = self
+            _fill_pool(_RESIDENT_AT_START)
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
             # Registered at every start: torch.profiler registers its own and leaves them.
             cupti.register_buffer_callbacks(_C_REQUESTED, _C_COMPLETED)
