@@ -63,6 +63,10 @@ class Runtime:
         # (parent path, name) -> path of the scopes entered since the last registry change: already
         # in every scope set, so that entering them again is only a push and a mark (`scope`).
         self.entered: dict[tuple[int, str], int] = {}
+        # Likewise the launch ops (launch hook), and the ops whose properties every active session
+        # has: a repeated launch skips both.
+        self.entered_ops: dict[tuple[int, str], int] = {}
+        self.ops_with_properties: set[int] = set()
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
         self.slow = False
@@ -87,6 +91,8 @@ class Runtime:
                                        if s.data_kind == "tree")
         self.mark_clock = self.timeline.clock if any(b.reads_marks for b in started) else None
         self.entered = {}
+        self.entered_ops = {}
+        self.ops_with_properties = set()
         for b in started:
             b.set_python_context(any(s.backend is b for s in self.python_sessions), self._caller_path)
         # Anything that needs more than the plain enter/exit takes the slow path.
@@ -374,18 +380,24 @@ class Runtime:
             base = python_path(self.paths)
         else:
             base = t.stack[-1] if t.state is None else self.shadow.effective(t, t.stack[-1])
-        op = self._ops.get((base, name))
+        entered = self.entered_ops  # read before the scope sets (see `enter`)
+        op = entered.get((base, name))
         if op is None:
-            op = self._ops[(base, name)] = self.paths.op(base, name)
-        for scopes in self.python_scope_sets if self.python_sessions else self.scope_sets:
-            scopes.add(op)
+            op = self._ops.get((base, name))
+            if op is None:
+                op = self._ops[(base, name)] = self.paths.op(base, name)
+            for scopes in self.python_scope_sets if self.python_sessions else self.scope_sets:
+                scopes.add(op)
+            entered[(base, name)] = op
         if metrics:
             key = (op, metrics)
             for s in self.active:
                 s.count_launch(key)
-        if properties:
+        if properties and op not in self.ops_with_properties:
+            done = self.ops_with_properties
             for s in self.active:
                 s.set_properties_once(op, properties)
+            done.add(op)
         clock = self.mark_clock
         if clock is not None:
             marks = t.marks

@@ -132,7 +132,10 @@ def test_another_tools_hook_is_not_silently_replaced(knobs):
     assert not RUNTIME.sessions  # the half-started session is gone
 
 
-def test_triton_kernels_carry_their_compiled_properties(knobs, fake, monkeypatch):
+@pytest.fixture
+def compiled_kernel_class(monkeypatch):
+    """A stand-in `triton.compiler.compiler.CompiledKernel` with compiled properties."""
+
     class CompiledKernel:
         def __init__(self):
             self.metadata = types.SimpleNamespace(num_warps=4, num_stages=3, shared=8192)
@@ -146,15 +149,24 @@ def test_triton_kernels_carry_their_compiled_properties(knobs, fake, monkeypatch
     compiler.CompiledKernel = CompiledKernel
     monkeypatch.setitem(sys.modules, "triton.compiler", types.ModuleType("triton.compiler"))
     monkeypatch.setitem(sys.modules, "triton.compiler.compiler", compiler)
+    return CompiledKernel
+
+
+def launch_compiled(knobs, fake, kernel):
+    md = kernel.launch_metadata((1,), 0)  # what Triton calls right before the launch hook
+    knobs.launch_enter_hook(md)
+    fake().launch("matmul_kernel", 50)
+    knobs.launch_exit_hook(md)
+
+
+def test_triton_kernels_carry_their_compiled_properties(knobs, fake, compiled_kernel_class):
+    CompiledKernel = compiled_kernel_class
     original = CompiledKernel.launch_metadata
     proton.start("props", backend="fake", hook="triton")
     assert CompiledKernel.launch_metadata is not original
     kernel = CompiledKernel()
     for _ in range(2):
-        md = kernel.launch_metadata((1,), 0)  # what Triton calls right before the launch hook
-        knobs.launch_enter_hook(md)
-        fake().launch("matmul_kernel", 50)
-        knobs.launch_exit_hook(md)
+        launch_compiled(knobs, fake, kernel)
     proton.finalize()
     assert CompiledKernel.launch_metadata is original  # unwrapped at finalize
     root = load("props.hatchet")
@@ -195,3 +207,18 @@ def test_metadata_that_changes_between_launches_gives_each_launch_its_own_values
     assert by_name["add_1024"]["bytes"] == 3 * 1024 and by_name["add_1024"]["count"] == 3
     assert by_name["add_2048"]["bytes"] == 2 * 2048 and by_name["add_2048"]["count"] == 2
     assert by_name["scaled"]["flops"] == 7.0 and by_name["scaled"]["count"] == 2
+
+
+def test_each_phase_gets_the_properties_of_its_kernels(knobs, fake, compiled_kernel_class):
+    """Properties are set once per op and phase: a new phase has them again."""
+    sid = proton.start("phased", backend="fake", hook="triton")
+    kernel = compiled_kernel_class()
+    launch_compiled(knobs, fake, kernel)
+    proton.data.advance_phase(sid)
+    launch_compiled(knobs, fake, kernel)
+    launch_compiled(knobs, fake, kernel)
+    proton.finalize()
+    for phase, count in ((0, 1), (1, 2)):
+        (node,) = load(f"phased.part_{phase}.hatchet")["children"]
+        assert node["metrics"]["count"] == count
+        assert (node["metrics"]["num_warps"], node["metrics"]["registers"]) == (4, 40)
