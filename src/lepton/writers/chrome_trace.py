@@ -60,7 +60,36 @@ def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray]) ->
     return owner
 
 
-def to_document(profile: Profile) -> dict:
+# Below this many ns, `_us` writes times with integer arithmetic: values of at most 15 significant
+# digits, which a double holds exactly, so the text equals `repr(round(ns / 1000, 3))`.
+_EXACT_NS = 10**15
+
+
+def _us(ns: int) -> str:
+    """`ns` in microseconds as JSON, exactly as `json.dumps(round(ns / 1000, 3))` writes it."""
+    if -_EXACT_NS < ns < _EXACT_NS:
+        whole, frac = divmod(-ns if ns < 0 else ns, 1000)
+        sign = "-" if ns < 0 else ""
+        return f"{sign}{whole}.0" if frac == 0 else f"{sign}{whole}.{frac:03d}".rstrip("0")
+    return repr(round(ns / 1000, 3))
+
+
+def _us_column(ns: np.ndarray) -> list[str]:
+    """`_us` of every value of an int64 column, without a call per value when all are in range."""
+    if not len(ns) or ns.min() < 0 or ns.max() >= _EXACT_NS:
+        return [_us(v) for v in ns.tolist()]
+    whole, frac = np.divmod(ns, 1000)
+    return [f"{w}.{f:03d}".rstrip("0") if f else f"{w}.0" for w, f in zip(whole.tolist(), frac.tolist())]
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _events(profile: Profile) -> tuple[int | None, list[str]]:
+    """`(base time, events as JSON texts)`. A trace has a scope or kernel event per instance (10^5
+    and more), so those are written from templates; the text is what `json.dumps` writes for the
+    same events as dicts (tested against it)."""
     data = profile.data
     assert isinstance(data, TraceData)
     paths = profile.paths
@@ -69,58 +98,76 @@ def to_document(profile: Profile) -> dict:
     if len(kernels["start_ns"]):
         starts.append(int(kernels["start_ns"].min()))
     if not starts:
-        return {"displayTimeUnit": "us", "traceEvents": []}
+        return None, []
     base = min(starts)
     owner = _link_kernels_to_scopes(profile, kernels)
     linked_scopes = set(owner[owner >= 0].tolist())
-    events: list[dict] = [
-        {"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}},
-    ]
+    events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}})]
     lanes = sorted({ev.lane for ev in data.scopes})
     gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
     multi_device = len({d for d, _ in gpu}) > 1
     for lane in lanes:
-        events.append({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
-                       "args": {"name": f"CPU Thread {lane}"}})
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
+                              "args": {"name": f"CPU Thread {lane}"}}))
     for d, s in gpu:
         label = f"GPU {d} Stream {s}" if multi_device else f"GPU Stream {s}"
         tid = gpu_lane(d, s)
-        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}})
-        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
-                       "args": {"sort_index": tid}})
-    for ev in sorted(range(len(data.scopes)), key=lambda j: data.scopes[j].start_ns):
-        sc = data.scopes[ev]
-        name = paths.name[sc.pid]
-        out = {"ph": "X", "cat": "scope", "name": name, "ts": round(ns_to_us(sc.start_ns - base), 3),
-               "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3), "pid": 0, "tid": sc.lane,
-               "args": {"scope_id": sc.scope_id}}
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}}))
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
+                              "args": {"sort_index": tid}}))
+    name_json: dict[int, str] = {}
+
+    def quoted(pid: int) -> str:
+        text = name_json.get(pid)
+        if text is None:
+            text = name_json[pid] = _dumps(paths.name[pid])
+        return text
+
+    scopes = data.scopes
+    in_time_order = sorted(range(len(scopes)), key=lambda j: scopes[j].start_ns)
+    starts = np.array([scopes[j].start_ns for j in in_time_order], np.int64)
+    ends = np.array([scopes[j].end_ns for j in in_time_order], np.int64)
+    scope_ts, scope_dur = _us_column(starts - base), _us_column(ends - starts)
+    for ev, ts, dur in zip(in_time_order, scope_ts, scope_dur):
+        sc = scopes[ev]
+        flow = f',"bind_id":{ev},"flow_out":true' if ev in linked_scopes else ""
         if sc.metrics:
-            out["cat"] = "metric"
-            out["name"] = name + ": " + ", ".join(f"<{k}, {_fmt(v)}>" for k, v in sc.metrics.items())
-            out["args"]["metrics"] = {k: _fmt(v) for k, v in sc.metrics.items()}
-        if ev in linked_scopes:
-            out["bind_id"] = ev
-            out["flow_out"] = True
-        events.append(out)
+            name = paths.name[sc.pid]
+            out = {"ph": "X", "cat": "metric",
+                   "name": name + ": " + ", ".join(f"<{k}, {_fmt(v)}>" for k, v in sc.metrics.items()),
+                   "ts": round(ns_to_us(sc.start_ns - base), 3), "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3),
+                   "pid": 0, "tid": sc.lane,
+                   "args": {"scope_id": sc.scope_id, "metrics": {k: _fmt(v) for k, v in sc.metrics.items()}}}
+            events.append(_dumps(out)[:-1] + flow + "}")
+            continue
+        events.append(f'{{"ph":"X","cat":"scope","name":{quoted(sc.pid)},"ts":{ts},'
+                      f'"dur":{dur},"pid":0,"tid":{sc.lane},'
+                      f'"args":{{"scope_id":{sc.scope_id}}}{flow}}}')
     order = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"]))
-    pid_col, st, en = kernels["pid"], kernels["start_ns"], kernels["end_ns"]
-    dev, strm = kernels["device_id"], kernels["stream_id"]
-    for row in order.tolist():
-        pid = int(pid_col[row])
-        out = {"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": round(ns_to_us(int(st[row]) - base), 3),
-               "dur": round(ns_to_us(int(en[row] - st[row])), 3), "pid": 0, "tid": gpu_lane(int(dev[row]), int(strm[row]))}
-        o = int(owner[row])
+    pid_col = kernels["pid"][order].tolist()
+    ts_col = _us_column(kernels["start_ns"][order] - base)
+    dur_col = _us_column(kernels["end_ns"][order] - kernels["start_ns"][order])
+    dev_col, stream_col = kernels["device_id"][order].tolist(), kernels["stream_id"][order].tolist()
+    owner_col = owner[order].tolist()
+    call_stacks: dict[int, str] = {}
+    for pid, ts, dur, dev, stream, o in zip(pid_col, ts_col, dur_col, dev_col, stream_col, owner_col):
         if o >= 0:
-            out["bind_id"] = o
-            out["flow_in"] = True
+            tail = f',"bind_id":{o},"flow_in":true'
         elif paths.parent[pid] != ROOT:
-            out["args"] = {"call_stack": ["ROOT", *paths.names_of(pid)]}
-        events.append(out)
-    doc = {"displayTimeUnit": "us", "baseTimeNanoseconds": int(base), "traceEvents": events}
-    if profile.dropped_records:
-        doc["otherData"] = {"dropped_records": profile.dropped_records}
-    return doc
+            tail = call_stacks.get(pid)
+            if tail is None:
+                tail = call_stacks[pid] = ',"args":{"call_stack":' + _dumps(["ROOT", *paths.names_of(pid)]) + "}"
+        else:
+            tail = ""
+        events.append(f'{{"ph":"X","cat":"kernel","name":{quoted(pid)},"ts":{ts},"dur":{dur},'
+                      f'"pid":0,"tid":{gpu_lane(dev, stream)}{tail}}}')
+    return base, events
 
 
 def render(profile: Profile) -> bytes:
-    return (json.dumps(to_document(profile), separators=(",", ":")) + "\n").encode()
+    base, events = _events(profile)
+    if base is None:
+        return b'{"displayTimeUnit":"us","traceEvents":[]}\n'
+    other = f',"otherData":{{"dropped_records":{profile.dropped_records}}}' if profile.dropped_records else ""
+    return (f'{{"displayTimeUnit":"us","baseTimeNanoseconds":{int(base)},"traceEvents":['
+            + ",".join(events) + f"]{other}}}\n").encode()
