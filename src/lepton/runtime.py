@@ -69,7 +69,6 @@ class Runtime:
         self.ops_with_properties: set[int] = set()
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
-        self.slow = False
         self.fast = False
         self.scope_ids = itertools.count(1)
         self._ops: dict[tuple[int, str], int] = {}
@@ -96,9 +95,9 @@ class Runtime:
         for b in started:
             b.set_python_context(any(s.backend is b for s in self.python_sessions), self._caller_path)
         # Anything that needs more than the plain enter/exit takes the slow path.
-        self.slow = bool(self.tracing or self.python_sessions)
         self.live = bool(live)
-        self.fast = self.live and not self.slow  # the scope hot path's one check
+        # The scope hot path's one check: python-context sessions need the caller's stack per scope.
+        self.fast = self.live and not self.python_sessions
 
     refresh = _refresh
 
@@ -446,8 +445,8 @@ class Runtime:
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
-        t = self.shadow.thread()
-        eff = self.shadow.effective(t, pid)
+        t = self.shadow.local
+        eff = pid if t.state is None else self.shadow.effective(t, pid)
         for s in self.tracing:
             s.add_scope_event(ScopeEvent(eff, start_ns, end_ns, t.lane, scope_id, metrics))
 

@@ -48,6 +48,9 @@ class scope:
                     marks.append(clock())
                     marks.append(pid)
                 self._pid = pid
+                if rt.tracing:
+                    self._sid = next(rt.scope_ids)
+                    self._t0 = time.time_ns()
                 return self
         if not rt.live:
             self._pid = -1
@@ -66,6 +69,11 @@ class scope:
             return
         self._pid = -1
         rt = _rt
+        t0 = self._t0
+        if t0:  # timed by a trace session
+            self._t0 = 0
+            if rt.tracing:
+                rt.record_scope_event(pid, t0, time.time_ns(), self._sid, self.metrics)
         if rt.fast:
             # Fast path: Runtime.exit inlined.
             t = rt.shadow.local
@@ -78,11 +86,6 @@ class scope:
                     marks.append(clock())
                     marks.append(stack[-1])
                 return
-        t0 = self._t0
-        if t0:
-            self._t0 = 0
-            if rt.tracing:
-                rt.record_scope_event(pid, t0, time.time_ns(), self._sid, self.metrics)
         if rt.live:
             rt.exit(pid, self.name)
 

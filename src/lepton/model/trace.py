@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-@dataclass
+@dataclass(slots=True)  # one per scope instance in a trace: slots make it cheaper to build
 class ScopeEvent:
     pid: int  # call path of the scope (state included)
     start_ns: int
