@@ -8,6 +8,7 @@ lock-free for paths already seen.
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import sys
 import threading
@@ -50,6 +51,8 @@ class Runtime:
         self.paths = PathTable()
         self.timeline = ThreadTimelines()
         self.shadow = ShadowStacks(self.paths, self.timeline)
+        # The path of the Python stack that calls it (a partial: no frame of its own to skip).
+        self.caller_path = functools.partial(python_path, self.paths)
         self.sessions: dict[int, Session] = {}
         self.backends: dict[str, Backend] = {}
         self.next_id = 0
@@ -93,16 +96,13 @@ class Runtime:
         self.entered_ops = {}
         self.ops_with_properties = set()
         for b in started:
-            b.set_python_context(any(s.backend is b for s in self.python_sessions), self._caller_path)
+            b.set_python_context(any(s.backend is b for s in self.python_sessions), self.caller_path)
         # Anything that needs more than the plain enter/exit takes the slow path.
         self.live = bool(live)
         # The scope hot path's one check: python-context sessions need the caller's stack per scope.
         self.fast = self.live and not self.python_sessions
 
     refresh = _refresh
-
-    def _caller_path(self) -> int:
-        return python_path(self.paths)
 
     def session(self, sid: int) -> Session:
         s = self.sessions.get(sid)

@@ -123,17 +123,21 @@ def _recycle(buffers: list[tuple[np.ndarray, int]]) -> None:
 def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> None:
     """Graph node created (on the capturing thread) or cloned (at instantiation); with the python
     context, a launch API entered (on the launching thread)."""
-    backend = _Shared.backend
-    if backend is None:
+    if domain != _DOMAIN_RESOURCE:  # a launch API: runs twice per launch, kept flat
+        if _u32(cbdata + _SITE).value == 0:  # API_ENTER (EXIT fires too)
+            backend = _Shared.backend
+            if backend is not None:
+                backend.collector.launch_paths[_u32(cbdata + _CORRELATION_ID).value] = backend._python_path()
         return
-    if domain == layout.CB_DOMAIN_RESOURCE:
+    backend = _Shared.backend
+    if backend is not None:
         backend._graph_callback(cbid, cbdata)
-    elif _u32(cbdata + layout.CALLBACK_SITE_OFFSET).value == 0:  # API_ENTER (EXIT fires too)
-        backend.collector.launch_paths[_u32(cbdata + layout.CALLBACK_CORRELATION_ID_OFFSET).value] = \
-            backend._python_path()
 
 
 _u32 = ctypes.c_uint32.from_address
+_DOMAIN_RESOURCE = layout.CB_DOMAIN_RESOURCE
+_SITE = layout.CALLBACK_SITE_OFFSET
+_CORRELATION_ID = layout.CALLBACK_CORRELATION_ID_OFFSET
 _C_REQUESTED = BufferRequestedFunc(_buffer_requested)
 _C_COMPLETED = BufferCompletedFunc(_buffer_completed)
 _C_CALLBACK = CallbackFunc(_resource_callback)
