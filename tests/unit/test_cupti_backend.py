@@ -16,6 +16,7 @@ from lepton.collect.cupti import backend as cupti_backend
 from lepton.collect.cupti import layout, synthetic
 from lepton.collect.cupti.bindings import CuptiBusyError
 from lepton.model.records import DeviceInfo
+from lepton.runtime import RUNTIME
 
 NAMES = {0x7F00_0000_1000: b"add_kernel\0", 0x7F00_0000_2000: b"_ZN2at6native18elementwise_kernel\0"}
 H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=2_619_000,
@@ -417,3 +418,21 @@ def test_start_leaves_a_resident_zeroed_buffer_for_cupti(fake_cupti, monkeypatch
     proton.finalize()
     assert len(pool) >= cupti_backend._RESIDENT_AT_START
     assert all(b.nbytes == cupti_backend.BUFFER_BYTES and not b.any() for b in pool)
+
+
+def test_time_line_marks_are_dropped_once_their_launches_are_attributed(fake_cupti, monkeypatch):
+    """A session left on keeps the marks of recent launches only, not one per scope since start."""
+    monkeypatch.setattr(cupti_backend, "PROCESS_AT_BYTES", 1)  # process every completed buffer
+    monkeypatch.setattr(cupti_backend, "MARKS_KEPT_NS", 0)
+    proton.start("trim", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    for i in range(300):
+        with proton.scope(f"s{i % 3}"):
+            cupti.launch(0x7F00_0000_1000)
+        cupti.flush_all(forced=False)  # a buffer completes after every step
+    kept = len(RUNTIME.timeline.log().marks) // 2
+    proton.finalize()
+    assert kept <= 3  # the mark in force at the last launch and those after it
+    root, _ = hatchet("trim.hatchet")
+    assert {c["frame"]["name"]: child(c, "add_kernel")["metrics"]["count"] for c in root["children"]} == \
+        {"s0": 100, "s1": 100, "s2": 100}

@@ -52,6 +52,10 @@ BUFFER_BYTES = 8 << 20  # ≈32k launches (API 40 B + kernel 216 B each) per buf
 # which release the GIL on large arrays, while the launching thread keeps launching).
 PROCESS_AT_BYTES = BUFFER_BYTES // 2
 _POOL_MAX = 8  # parsed buffers kept for reuse (64 MiB)
+# How far back of the latest launch attributed the time lines are kept when buffers complete: an
+# API record arrives at the end of its call, so older launches have all arrived (a launch call
+# blocked longer than this would land at the top level).
+MARKS_KEPT_NS = 10_000_000_000
 # Buffers made resident at start: CUPTI writes API records on the launching thread, so the first
 # writes to a fresh buffer's pages would fault them in (2048 faults per buffer) inside the loop
 # being profiled rather than in start().
@@ -306,6 +310,11 @@ class CuptiBackend(Backend):
         if collector.pending_bytes >= PROCESS_AT_BYTES:
             collector.process(flush=False)
             _recycle(collector.take_parsed_buffers())
+            # A profile left on for hours must not keep every scope's marks (16 B each) until
+            # finalize: launches this much older than the latest one attributed have come in.
+            horizon = collector.latest_launch - MARKS_KEPT_NS
+            if horizon > 0:
+                self.sink.timeline.forget_before(horizon)
 
     def _report_dropped(self) -> None:
         """Called from CUPTI's buffer thread and from flush."""

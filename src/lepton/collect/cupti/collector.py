@@ -58,6 +58,7 @@ class Collector:
         self._done: list[tuple[np.ndarray, int]] = []  # parsed (buffer, used bytes), for reuse
         self.kernels_delivered = 0
         self.invalid_kernels = 0
+        self.latest_launch = 0  # start of the latest launch API call attributed (CUPTI's clock)
         self._held: parser.Records | None = None
         # Python context: correlation id -> path of the Python stack that made the launch call,
         # written by the launch callback on the launching thread (a dict store is atomic).
@@ -163,6 +164,8 @@ class Collector:
         launch = rec.a_start.astype(np.int64)
         self._launch[slot] = launch
         self._path[slot] = self.paths_at(rec.a_thread, launch)  # time lines are on CUPTI's clock
+        if len(launch):
+            self.latest_launch = max(self.latest_launch, int(launch.max()))
 
     def _attribute(self, rec: parser.Records, flush: bool) -> KernelBatch | None:
         corr = rec.k_corr.astype(np.int64)
