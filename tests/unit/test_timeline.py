@@ -135,3 +135,22 @@ def test_reset_forgets_every_thread():
     assert tl.marks_by_thread() == {}
     tl.mark(2)  # 1010, in a new log
     assert tl.paths_at(np.array([3, 3]), np.array([1005, 1010])).tolist() == [0, 2]
+
+
+def test_the_log_of_an_ended_thread_goes_once_its_marks_are_old():
+    tl = ThreadTimelines(clock=ticking_clock())
+    ids = {}
+
+    def work():
+        tl.mark(7)  # 1000
+        ids["worker"] = threading.get_native_id()
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    tl.mark(1)  # 1010, this (live) thread
+    tl.forget_before(1000)  # the worker's mark is not older than this: kept
+    assert tl.paths_at(np.array([ids["worker"]]), np.array([1005])).tolist() == [7]
+    tl.forget_before(1005)
+    assert ids["worker"] not in tl.marks_by_thread()
+    assert tl.paths_at(np.array([threading.get_native_id()]), np.array([1010])).tolist() == [1]

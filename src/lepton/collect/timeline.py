@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from array import array
 from collections.abc import Callable
 
@@ -32,10 +33,11 @@ class ThreadLog:
     """One thread's marks, `[t0, path0, t1, path1, ...]`, appended by the thread itself;
     `times`/`paths` mirror them as numpy arrays for the lookups."""
 
-    __slots__ = ("in_order", "marks", "mirrored", "paths", "thread_id", "times")
+    __slots__ = ("in_order", "marks", "mirrored", "paths", "thread", "thread_id", "times")
 
     def __init__(self, thread_id: int) -> None:
         self.thread_id = thread_id
+        self.thread = weakref.ref(threading.current_thread())  # the writer, to see when it ended
         self.marks = array("q")
         self.times = np.zeros(0, np.int64)
         self.paths = np.zeros(0, np.int64)
@@ -52,7 +54,7 @@ class ThreadLog:
             new = np.frombuffer(tail, np.int64, count=2 * n)
             start, end = self.mirrored, self.mirrored + n
             if end > len(self.times):
-                size = max(end, 2 * len(self.times), 1024)
+                size = max(end, 2 * len(self.times), 64)
                 self.times = np.concatenate((self.times[:start], np.zeros(size - start, np.int64)))
                 self.paths = np.concatenate((self.paths[:start], np.zeros(size - start, np.int64)))
             self.times[start:end] = new[0::2]
@@ -129,15 +131,21 @@ class ThreadTimelines:
 
     def forget_before(self, time_ns: int) -> None:
         """Drops the marks no launch can need any more: those before `time_ns` except each
-        thread's last one (every launch before it has been delivered, e.g. after a flush)."""
+        thread's last one (every launch before it has been delivered, e.g. after a flush), and
+        the logs of threads that have ended with no mark since."""
         with self._lock:
+            kept = []
             for log in self._logs:
                 times, _ = log.sync()
-                if not log.in_order:
-                    continue
-                keep_from = int(np.searchsorted(times, time_ns, side="right")) - 1
-                if keep_from > 0:
-                    log.forget(keep_from)
+                if log.in_order:
+                    keep_from = int(np.searchsorted(times, time_ns, side="right")) - 1
+                    if keep_from > 0:
+                        log.forget(keep_from)
+                    thread = log.thread()
+                    if (thread is None or not thread.is_alive()) and (not len(times) or times[-1] < time_ns):
+                        continue
+                kept.append(log)
+            self._logs = kept
 
 
 def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.ndarray,
