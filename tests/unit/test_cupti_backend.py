@@ -410,6 +410,32 @@ def test_python_context_puts_kernels_under_the_launching_python_line(fake_cupti)
     assert path[-2].endswith("@launch_from_here") and "test_cupti_backend.py:" in path[-2]
 
 
+def test_python_context_puts_every_kernel_of_a_graph_launch_under_the_launching_line(fake_cupti):
+    """The kernels of one graph launch share its correlation id: all of them take its stack."""
+    proton.start("pygraph", context="python", backend="cupti")
+    cupti = fake_cupti["cupti"]
+
+    def replay_from_here():
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_DRIVER_API, 514, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_1000, graph_nodes=[1, 2, 3])
+
+    replay_from_here()
+    proton.finalize()
+    root, _ = hatchet("pygraph.hatchet")
+    leaves = []
+
+    def walk(node, names):
+        if not node["children"]:
+            leaves.append((names, node["metrics"]["count"]))
+        for c in node["children"]:
+            walk(c, [*names, c["frame"]["name"]])
+
+    walk(root, [])
+    assert sum(count for _, count in leaves) == 3
+    assert all(any(n.endswith("@replay_from_here") for n in names) for names, _ in leaves)
+
+
 def test_start_leaves_a_resident_zeroed_buffer_for_cupti(fake_cupti, monkeypatch):
     """The first buffer CUPTI asks for is ready (pages faulted in at start, not in the loop)."""
     monkeypatch.setattr(cupti_backend._Shared, "pool", [])

@@ -347,3 +347,14 @@ def test_external_correlation_records_interleaved_by_another_client_are_stepped_
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 4 and sink.dropped == 0
     assert [r[0] for r in sink.rows()] == ["s0", "s1", "s2", "s3"]
+
+
+def test_python_context_launch_paths_are_bounded_across_the_32_bit_wrap(monkeypatch):
+    from lepton.collect.cupti import collector as collector_module
+
+    monkeypatch.setattr(collector_module, "LAUNCH_PATHS_KEPT", 4)
+    col = Collector(Sink(), NAMES.__getitem__, Marks().paths_at)
+    ids = [(2**32 - 6 + i) & 0xFFFF_FFFF for i in range(12)]  # ..., 2**32 - 1, 0, 1, ..., 5
+    col.launch_paths.update({c: 100 + i for i, c in enumerate(ids)})
+    col._forget_launch_paths(newest=ids[-3])  # two launches newer than the kernels seen so far
+    assert sorted(col.launch_paths, key=ids.index) == ids[-7:]

@@ -32,6 +32,9 @@ RecordSizer = Callable[[np.ndarray, int, int], int]
 `cuptiActivityGetNextRecord` in the backend, a table lookup in tests."""
 
 _CALIBRATION_RECORDS = 256  # records stepped through with the sizer per buffer until calibrated
+# Python context: launch paths kept by correlation id. A launch's kernels arrive well within this
+# many later API calls; older entries (launches whose kernels never came) are dropped.
+LAUNCH_PATHS_KEPT = 1 << 20
 
 
 class Collector:
@@ -155,6 +158,17 @@ class Collector:
                 break
             offset += size
 
+    def _forget_launch_paths(self, newest: int) -> None:
+        """Keeps the python context's launch paths of the last `LAUNCH_PATHS_KEPT` correlation ids
+        (ids are 32-bit and wrap). Pruned in place: the launch callback writes into the dict."""
+        paths = self.launch_paths
+        if len(paths) <= 2 * LAUNCH_PATHS_KEPT:
+            return
+        for corr in list(paths):  # list(dict) is one C call: safe against the callback's stores
+            age = (newest - corr) & 0xFFFF_FFFF  # above 2**31: an id newer than `newest`
+            if LAUNCH_PATHS_KEPT < age < 1 << 31:
+                paths.pop(corr, None)
+
     def _remember_launches(self, rec: parser.Records) -> None:
         """Stores each launch's API time and the path its thread was in then in the join table."""
         key, mask = self._key, self._mask
@@ -193,9 +207,12 @@ class Collector:
             return None
         parent = np.where(hit, self._path[slot], 0)
         if self.launch_paths:
-            take = self.launch_paths.pop
-            by_stack = np.fromiter((take(c, -1) for c in corr.tolist()), np.int64, len(corr))
+            # `get`, not `pop`: every kernel of a graph launch carries the launch's id.
+            get = self.launch_paths.get
+            by_stack = np.fromiter((get(c, -1) for c in corr.tolist()), np.int64, len(corr))
             parent = np.where(by_stack >= 0, by_stack, parent)
+            if len(corr):
+                self._forget_launch_paths(int(corr[-1]))
         in_graph = rec.k_graph_node != 0
         if in_graph.any():
             capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])
