@@ -295,7 +295,8 @@ class Runtime:
     # -- scopes (hot path) -----------------------------------------------------------------------------
     def mark(self, t, path_id: int) -> None:
         """Thread `t` (the calling thread's state) is in `path_id` from now on: one mark on its
-        time line while a backend reads them (`timeline`). `scope` inlines this."""
+        time line while a backend reads them (`timeline`). `scope` and the launch-hook methods
+        inline this (a call costs as much as the mark)."""
         clock = self.mark_clock
         if clock is not None:
             marks = t.marks
