@@ -431,7 +431,11 @@ class Runtime:
         metadata evaluation to the launch, with one thread lookup and one mark."""
         t = self.shadow.local
         t.state = previous
-        return self._enter_op(t, name, metrics, properties)
+        try:
+            return self._enter_op(t, name, metrics, properties)
+        except BaseException:  # e.g. a metric whose type changed: the thread leaves the state
+            self.remark(t)
+            raise
 
     def exit_op(self, op: int) -> None:
         """The launch of `op` is over: the thread is back in its own path."""

@@ -222,3 +222,36 @@ def test_each_phase_gets_the_properties_of_its_kernels(knobs, fake, compiled_ker
         (node,) = load(f"phased.part_{phase}.hatchet")["children"]
         assert node["metrics"]["count"] == count
         assert (node["metrics"]["num_warps"], node["metrics"]["registers"]) == (4, 40)
+
+
+def test_a_launch_whose_metrics_are_refused_leaves_the_thread_in_its_scope(knobs, fake):
+    """A metric whose type changes raises in the hook; kernels launched after it still land in the
+    user's scope, not under the hidden metadata state."""
+    proton.start("refused", backend="fake", hook="triton")
+    with proton.scope("step"):
+        for extra in (7, 7.5):
+            md = LazyDict({"name": "k", "function": 1, "stream": 0}, lambda e=extra: {"extra": e})
+            try:
+                knobs.launch_enter_hook(md)
+                fake().launch("k", 10)
+                knobs.launch_exit_hook(md)
+            except proton.MetricTypeError:
+                pass
+        fake().launch("torch_kernel", 10)
+    proton.finalize()
+    (step,) = load("refused.hatchet")["children"]
+    assert "torch_kernel" in names(step)
+
+
+def test_remembered_metadata_tells_true_from_1_and_1_from_1_0(knobs, fake):
+    proton.start("typed", backend="fake", hook="triton")
+    with proton.scope("s"):
+        for value in (1, True, True):
+            launch(knobs, fake(), "k", lambda v=value: {"name": "k", "split_k": v}, 10)
+        for value in (2, 2.0):
+            launch(knobs, fake(), "k2", lambda v=value: {"name": f"k2_{type(v).__name__}", "bytes": v}, 10)
+    proton.finalize()
+    (scope,) = load("typed.hatchet")["children"]
+    by_name = {c["frame"]["name"]: c["metrics"] for c in scope["children"]}
+    assert by_name["k"]["split_k"] == 1 and by_name["k"]["count"] == 3  # booleans are not metrics
+    assert by_name["k2_int"]["bytes"] == 2 and by_name["k2_float"]["bytes"] == 2.0

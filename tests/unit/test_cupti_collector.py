@@ -349,12 +349,28 @@ def test_external_correlation_records_interleaved_by_another_client_are_stepped_
     assert [r[0] for r in sink.rows()] == ["s0", "s1", "s2", "s3"]
 
 
-def test_python_context_launch_paths_are_bounded_across_the_32_bit_wrap(monkeypatch):
-    from lepton.collect.cupti import collector as collector_module
-
-    monkeypatch.setattr(collector_module, "LAUNCH_PATHS_KEPT", 4)
-    col = Collector(Sink(), NAMES.__getitem__, Marks().paths_at)
-    ids = [(2**32 - 6 + i) & 0xFFFF_FFFF for i in range(12)]  # ..., 2**32 - 1, 0, 1, ..., 5
-    col.launch_paths.update({c: 100 + i for i, c in enumerate(ids)})
-    col._forget_launch_paths(newest=ids[-3])  # two launches newer than the kernels seen so far
-    assert sorted(col.launch_paths, key=ids.index) == ids[-7:]
+def test_python_context_stacks_reach_every_kernel_of_their_launch_and_no_other():
+    sink = Sink()
+    kinds, kernel, api, marks = empty()
+    scope = sink.paths.child(0, "scope")
+    stack = sink.paths.child(0, "file.py:3@main")
+    pending = launch(kinds, kernel, api, marks, corr=1, path=scope, t=1000, graph_nodes=[0])
+    pending += launch(kinds, kernel, api, marks, corr=2, path=scope, t=2000, graph_nodes=[0])
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
+    col.remember_launch_stack(2, stack)
+    col.remember_launch_stack(2 + (1 << 20), stack)  # a later id in the same slot: not id 2's
+    col.remember_launch_stack(1 + (1 << 21), stack)  # nor id 1's
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 2
+    assert [r[0] for r in sink.rows()] == ["scope", "scope"]
+    col.remember_launch_stack(3, stack)
+    kinds, kernel, api, _ = empty()
+    pending = launch(kinds, kernel, api, marks, corr=3, path=scope, t=3000, graph_nodes=[0])
+    add_kernels(kinds, kernel, pending)
+    add_kernels(kinds, kernel, pending)  # the same launch's second kernel (as in a graph)
+    buf = synthetic.pack(kinds, kernel, api)
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=True) == 2
+    assert [r[0] for r in sink.rows()][2:] == ["file.py:3@main", "file.py:3@main"]

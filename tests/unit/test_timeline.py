@@ -137,7 +137,9 @@ def test_reset_forgets_every_thread():
     assert tl.paths_at(np.array([3, 3]), np.array([1005, 1010])).tolist() == [0, 2]
 
 
-def test_the_log_of_an_ended_thread_goes_once_its_marks_are_old():
+def test_the_log_of_an_ended_thread_goes_only_after_a_time_it_had_ended_by():
+    """An ended thread's launches up to its end may still be on their way: its log stays until a
+    trim whose time is past a time the thread was seen ended at."""
     tl = ThreadTimelines(clock=ticking_clock())
     ids = {}
 
@@ -148,9 +150,19 @@ def test_the_log_of_an_ended_thread_goes_once_its_marks_are_old():
     t = threading.Thread(target=work)
     t.start()
     t.join()
-    tl.mark(1)  # 1010, this (live) thread
-    tl.forget_before(1000)  # the worker's mark is not older than this: kept
-    assert tl.paths_at(np.array([ids["worker"]]), np.array([1005])).tolist() == [7]
-    tl.forget_before(1005)
+    tl.forget_before(5000)  # seen ended now (clock reads 1010): kept, its launches may be pending
+    assert tl.paths_at(np.array([ids["worker"]]), np.array([1500])).tolist() == [7]
+    tl.forget_before(1005)  # not past the time it was seen ended: still kept
+    assert tl.paths_at(np.array([ids["worker"]]), np.array([1500])).tolist() == [7]
+    tl.forget_before(1010)
     assert ids["worker"] not in tl.marks_by_thread()
-    assert tl.paths_at(np.array([threading.get_native_id()]), np.array([1010])).tolist() == [1]
+
+
+def test_lookups_on_arrays_handed_out_before_a_trim_stay_right():
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 4)
+    for p in range(1, 6):
+        tl.mark(p)  # 1000 .. 1040
+    times, paths = tl.marks_by_thread()[4]
+    before = (times.copy(), paths.copy())
+    tl.forget_before(1025)
+    assert times.tolist() == before[0].tolist() and paths.tolist() == before[1].tolist()

@@ -33,11 +33,12 @@ class ThreadLog:
     """One thread's marks, `[t0, path0, t1, path1, ...]`, appended by the thread itself;
     `times`/`paths` mirror them as numpy arrays for the lookups."""
 
-    __slots__ = ("in_order", "marks", "mirrored", "paths", "thread", "thread_id", "times")
+    __slots__ = ("ended_by", "in_order", "marks", "mirrored", "paths", "thread", "thread_id", "times")
 
     def __init__(self, thread_id: int) -> None:
         self.thread_id = thread_id
         self.thread = weakref.ref(threading.current_thread())  # the writer, to see when it ended
+        self.ended_by: int | None = None  # a time (time line's clock) by which the writer had ended
         self.marks = array("q")
         self.times = np.zeros(0, np.int64)
         self.paths = np.zeros(0, np.int64)
@@ -66,12 +67,14 @@ class ThreadLog:
         return self.times[:self.mirrored], self.paths[:self.mirrored]
 
     def forget(self, count: int) -> None:
-        """Drops the first `count` marks (mirrored ones)."""
+        """Drops the first `count` marks (mirrored ones). The mirrors are rebuilt, not shifted in
+        place: a lookup may still be searching the arrays `sync` handed out."""
         del self.marks[:2 * count]  # one C call: atomic against the thread's appends
         kept = self.mirrored - count
-        self.times[:kept] = self.times[count:self.mirrored]
-        self.paths[:kept] = self.paths[count:self.mirrored]
-        self.mirrored = kept
+        times, paths = np.zeros_like(self.times), np.zeros_like(self.paths)
+        times[:kept] = self.times[count:self.mirrored]
+        paths[:kept] = self.paths[count:self.mirrored]
+        self.times, self.paths, self.mirrored = times, paths, kept
 
 
 class ThreadTimelines:
@@ -132,7 +135,8 @@ class ThreadTimelines:
     def forget_before(self, time_ns: int) -> None:
         """Drops the marks no launch can need any more: those before `time_ns` except each
         thread's last one (every launch before it has been delivered, e.g. after a flush), and
-        the logs of threads that have ended with no mark since."""
+        the logs of threads that had ended before `time_ns` (a thread seen ended is given a time
+        by which it was; its log goes at a later call that is past that time)."""
         with self._lock:
             kept = []
             for log in self._logs:
@@ -141,9 +145,12 @@ class ThreadTimelines:
                     keep_from = int(np.searchsorted(times, time_ns, side="right")) - 1
                     if keep_from > 0:
                         log.forget(keep_from)
+                if log.ended_by is None:
                     thread = log.thread()
-                    if (thread is None or not thread.is_alive()) and (not len(times) or times[-1] < time_ns):
-                        continue
+                    if thread is None or not thread.is_alive():
+                        log.ended_by = self.clock()
+                elif log.ended_by <= time_ns:
+                    continue
                 kept.append(log)
             self._logs = kept
 

@@ -97,8 +97,8 @@ class LaunchHook:
         """The launch's node name and its metrics `((name, value), ...)` from what
         `launch_metadata` returned; remembered for values that are plain numbers and strings
         (a launch loop usually repeats a few shapes)."""
-        try:
-            key = (raw_name, tuple(values.items()))
+        try:  # with the types: True == 1 == 1.0 as dict keys, not as metrics
+            key = (raw_name, tuple(values.items()), tuple(map(type, values.values())))
             known = self._parsed.get(key)
         except TypeError:  # an unhashable value (a list)
             key = known = None

@@ -131,7 +131,7 @@ def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> No
         if _u32(cbdata + _SITE).value == 0:  # API_ENTER (EXIT fires too)
             backend = _Shared.backend
             if backend is not None:
-                backend.collector.launch_paths[_u32(cbdata + _CORRELATION_ID).value] = backend._python_path()
+                backend.collector.remember_launch_stack(_u32(cbdata + _CORRELATION_ID).value, backend._python_path())
         return
     backend = _Shared.backend
     if backend is not None:

@@ -32,9 +32,6 @@ RecordSizer = Callable[[np.ndarray, int, int], int]
 `cuptiActivityGetNextRecord` in the backend, a table lookup in tests."""
 
 _CALIBRATION_RECORDS = 256  # records stepped through with the sizer per buffer until calibrated
-# Python context: launch paths kept by correlation id. A launch's kernels arrive well within this
-# many later API calls; older entries (launches whose kernels never came) are dropped.
-LAUNCH_PATHS_KEPT = 1 << 20
 
 
 class Collector:
@@ -63,9 +60,6 @@ class Collector:
         self.invalid_kernels = 0
         self.latest_launch = 0  # start of the latest launch API call attributed (CUPTI's clock)
         self._held: parser.Records | None = None
-        # Python context: correlation id -> path of the Python stack that made the launch call,
-        # written by the launch callback on the launching thread (a dict store is atomic).
-        self.launch_paths: dict[int, int] = {}
         self._names: dict[int, str] = {}
         self._mask = (1 << table_bits) - 1
         # Zero means empty, so the tables cost no memory until touched (np.zeros maps lazily):
@@ -73,6 +67,13 @@ class Collector:
         self._key = np.zeros(1 << table_bits, np.int64)
         self._path = np.zeros(1 << table_bits, np.int64)
         self._launch = np.zeros(1 << table_bits, np.int64)
+        # Python context: the path of the Python stack that made each launch call, written by the
+        # launch callback on the launching thread, in a table like the one above (fixed size:
+        # an id's entry lives until 2**table_bits later ids reuse its slot; kept, not taken, since
+        # every kernel of a graph launch carries the launch's id).
+        self._stack_key = np.zeros(1 << table_bits, np.int64)
+        self._stack_path = np.zeros(1 << table_bits, np.int64)
+        self.python_stacks = False  # set at the first launch path
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
     def add_buffer(self, buf: np.ndarray, valid_bytes: int) -> None:
@@ -158,16 +159,13 @@ class Collector:
                 break
             offset += size
 
-    def _forget_launch_paths(self, newest: int) -> None:
-        """Keeps the python context's launch paths of the last `LAUNCH_PATHS_KEPT` correlation ids
-        (ids are 32-bit and wrap). Pruned in place: the launch callback writes into the dict."""
-        paths = self.launch_paths
-        if len(paths) <= 2 * LAUNCH_PATHS_KEPT:
-            return
-        for corr in list(paths):  # list(dict) is one C call: safe against the callback's stores
-            age = (newest - corr) & 0xFFFF_FFFF  # above 2**31: an id newer than `newest`
-            if LAUNCH_PATHS_KEPT < age < 1 << 31:
-                paths.pop(corr, None)
+    def remember_launch_stack(self, correlation_id: int, path: int) -> None:
+        """The launch call `correlation_id` was made from the Python stack `path` (python
+        context; called on the launching thread, before its kernels' records exist)."""
+        slot = correlation_id & self._mask
+        self._stack_path[slot] = path  # path first: a reader that sees the key sees the path
+        self._stack_key[slot] = correlation_id + 1
+        self.python_stacks = True
 
     def _remember_launches(self, rec: parser.Records) -> None:
         """Stores each launch's API time and the path its thread was in then in the join table."""
@@ -206,13 +204,9 @@ class Collector:
         if not len(corr):
             return None
         parent = np.where(hit, self._path[slot], 0)
-        if self.launch_paths:
-            # `get`, not `pop`: every kernel of a graph launch carries the launch's id.
-            get = self.launch_paths.get
-            by_stack = np.fromiter((get(c, -1) for c in corr.tolist()), np.int64, len(corr))
-            parent = np.where(by_stack >= 0, by_stack, parent)
-            if len(corr):
-                self._forget_launch_paths(int(corr[-1]))
+        if self.python_stacks:
+            on_stack = self._stack_key[slot] == corr + 1
+            parent = np.where(on_stack, self._stack_path[slot], parent)
         in_graph = rec.k_graph_node != 0
         if in_graph.any():
             capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])
