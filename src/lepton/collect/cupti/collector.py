@@ -73,6 +73,9 @@ class Collector:
         # every kernel of a graph launch carries the launch's id).
         self._stack_key = np.zeros(1 << table_bits, np.int64)
         self._stack_path = np.zeros(1 << table_bits, np.int64)
+        # The callback stores through memoryviews: ≈3x cheaper than numpy's scalar setitem.
+        self._stack_key_store = memoryview(self._stack_key)
+        self._stack_path_store = memoryview(self._stack_path)
         self.python_stacks = False  # set at the first launch path
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
@@ -163,8 +166,8 @@ class Collector:
         """The launch call `correlation_id` was made from the Python stack `path` (python
         context; called on the launching thread, before its kernels' records exist)."""
         slot = correlation_id & self._mask
-        self._stack_path[slot] = path  # path first: a reader that sees the key sees the path
-        self._stack_key[slot] = correlation_id + 1
+        self._stack_path_store[slot] = path  # path first: a reader that sees the key sees the path
+        self._stack_key_store[slot] = correlation_id + 1
         self.python_stacks = True
 
     def _remember_launches(self, rec: parser.Records) -> None:
