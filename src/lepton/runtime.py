@@ -8,6 +8,7 @@ lock-free for paths already seen.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import itertools
 import sys
@@ -279,9 +280,15 @@ class Runtime:
         sessions = [s for s in list(self.sessions.values()) if s.backend is backend]
         if not sessions or not len(batch):
             return
-        pids, inverse = kernel_paths(self.paths, batch)
+        by_parents: dict[int, tuple] = {}  # python-context sessions may see other parents
         for s in sessions:
-            s.ingest(batch, pids, inverse)
+            view = batch
+            if s.context == "python" and batch.python_parent_path is not None:
+                view = dataclasses.replace(batch, parent_path=batch.python_parent_path)
+            paths_of = by_parents.get(id(view.parent_path))
+            if paths_of is None:
+                paths_of = by_parents[id(view.parent_path)] = (view, *kernel_paths(self.paths, view))
+            s.ingest(*paths_of)
 
     def report_dropped(self, backend: Backend, count: int, reason: str) -> None:
         if count <= 0:
@@ -450,7 +457,7 @@ class Runtime:
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
-        t = self.shadow.local
+        t = self.shadow.thread()
         eff = pid if t.state is None else self.shadow.effective(t, pid)
         for s in self.tracing:
             s.add_scope_event(ScopeEvent(eff, start_ns, end_ns, t.lane, scope_id, metrics))

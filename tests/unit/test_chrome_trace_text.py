@@ -11,6 +11,7 @@ import pytest
 from lepton.model.paths import ROOT, PathTable
 from lepton.model.profile import Profile
 from lepton.model.trace import ScopeEvent, TraceData
+from lepton.units import ns_to_us
 from lepton.writers import chrome_trace
 from lepton.writers.chrome_trace import _fmt, _link_kernels_to_scopes, _us, gpu_lane
 
@@ -39,8 +40,8 @@ def reference_document(profile: Profile) -> dict:
     for ev in sorted(range(len(data.scopes)), key=lambda j: data.scopes[j].start_ns):
         sc = data.scopes[ev]
         name = paths.name[sc.pid]
-        out = {"ph": "X", "cat": "scope", "name": name, "ts": round((sc.start_ns - base) / 1000, 3),
-               "dur": round((sc.end_ns - sc.start_ns) / 1000, 3), "pid": 0, "tid": sc.lane,
+        out = {"ph": "X", "cat": "scope", "name": name, "ts": round(ns_to_us(sc.start_ns - base), 3),
+               "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3), "pid": 0, "tid": sc.lane,
                "args": {"scope_id": sc.scope_id}}
         if sc.metrics:
             out["cat"] = "metric"
@@ -54,8 +55,8 @@ def reference_document(profile: Profile) -> dict:
     for row in order.tolist():
         pid = int(kernels["pid"][row])
         st, en = int(kernels["start_ns"][row]), int(kernels["end_ns"][row])
-        out = {"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": round((st - base) / 1000, 3),
-               "dur": round((en - st) / 1000, 3), "pid": 0,
+        out = {"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": round(ns_to_us(st - base), 3),
+               "dur": round(ns_to_us(en - st), 3), "pid": 0,
                "tid": gpu_lane(int(kernels["device_id"][row]), int(kernels["stream_id"][row]))}
         if owner[row] >= 0:
             out["bind_id"] = int(owner[row])
@@ -103,10 +104,11 @@ def test_templates_write_what_json_dumps_writes(seed):
 
 def test_microseconds_are_written_as_json_writes_the_rounded_float():
     rng = random.Random(1)
-    values = [0, 1, 9, 10, 999, 1000, 1001, 1500, 10**12, 10**15 - 1, 10**15, 2**62, -1, -1000, -123456789]
+    values = [0, 1, 9, 10, 999, 1000, 1001, 1500, 10**12, 10**15 - 1, 10**15, 2**53, 11159511723794315,
+              2**62, -1, -1000, -123456789]
     values += [rng.randint(-10**16, 10**16) for _ in range(20000)]
     for ns in values:
-        assert _us(ns) == json.dumps(round(ns / 1000, 3)), ns
+        assert _us(ns) == json.dumps(round(ns_to_us(ns), 3)), ns
 
 
 def test_a_column_of_microseconds_is_written_as_each_value_alone():

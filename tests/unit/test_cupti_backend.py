@@ -15,6 +15,7 @@ from lepton.collect import backend as backend_registry
 from lepton.collect.cupti import backend as cupti_backend
 from lepton.collect.cupti import layout, synthetic
 from lepton.collect.cupti.bindings import CuptiBusyError
+from lepton.collect.timeline import ThreadTimelines
 from lepton.model.records import DeviceInfo
 from lepton.runtime import RUNTIME
 
@@ -462,3 +463,137 @@ def test_time_line_marks_are_dropped_once_their_launches_are_attributed(fake_cup
     root, _ = hatchet("trim.hatchet")
     assert {c["frame"]["name"]: child(c, "add_kernel")["metrics"]["count"] for c in root["children"]} == \
         {"s0": 100, "s1": 100, "s2": 100}
+
+
+def _quiet_thread_profile(fake_cupti, monkeypatch, *, tsc: bool, kept_ns: int, quiet_for_s: float) -> dict:
+    """A quiet thread's launch record sits in its own, not yet completed CUPTI buffer (CUPTI may
+    keep a buffer per thread) while a busy thread's buffers complete, get processed and trim the
+    time lines; the quiet buffer comes in at finalize. Returns scope -> kernel names."""
+    fake_cupti["tsc"] = tsc
+    monkeypatch.setattr(cupti_backend, "PROCESS_AT_BYTES", 1)
+    monkeypatch.setattr(cupti_backend, "MARKS_KEPT_NS", kept_ns)
+    proton.start("quiet", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    launched, done = threading.Event(), threading.Event()
+    held = []
+
+    def quiet():
+        with proton.scope("quiet_scope"):
+            cupti.launch(0x7F00_0000_2000)
+            with cupti._lock:
+                held.extend(cupti._records)
+                cupti._records.clear()
+        with proton.scope("quiet_later"):
+            launched.set()
+            done.wait()
+
+    t = threading.Thread(target=quiet)
+    t.start()
+    launched.wait()
+    time.sleep(quiet_for_s)
+    for _ in range(5):
+        with proton.scope("main"):
+            cupti.launch(0x7F00_0000_1000)
+        cupti.flush_all(forced=False)
+    with cupti._lock:
+        cupti._records[:0] = held
+    proton.finalize()
+    done.set()
+    t.join()
+    root, _ = hatchet("quiet.hatchet")
+    return {c["frame"]["name"]: [g["frame"]["name"] for g in c["children"]] for c in root["children"]}
+
+
+def test_a_quiet_threads_marks_are_not_trimmed_by_a_busy_threads_launches(fake_cupti, monkeypatch):
+    got = _quiet_thread_profile(fake_cupti, monkeypatch, tsc=False, kept_ns=50_000_000, quiet_for_s=0.15)
+    assert got["quiet_scope"] == ["_ZN2at6native18elementwise_kernel"] and got["main"] == ["add_kernel"]
+
+
+def test_the_trim_window_is_in_nanoseconds_whatever_clock_cupti_runs_on(fake_cupti, monkeypatch):
+    """Marks and records on torch.profiler's tick clock (3 per ns here): 300 ms is 9e8 ticks."""
+    windows = []
+    real = ThreadTimelines.forget_before_each
+
+    def spy(self, horizons):
+        latest = fake_cupti["backend"].collector.latest_launch
+        windows.extend(latest[tid] - h for tid, h in horizons.items())
+        return real(self, horizons)
+
+    monkeypatch.setattr(ThreadTimelines, "forget_before_each", spy)
+    _quiet_thread_profile(fake_cupti, monkeypatch, tsc=True, kept_ns=300_000_000, quiet_for_s=0.0)
+    assert windows and all(abs(w - 900_000_000) < 9_000_000 for w in windows)
+
+
+def test_shadow_and_python_sessions_on_one_backend_each_get_their_own_paths(fake_cupti):
+    proton.start("both_shadow", backend="cupti", context="shadow")
+    proton.start("both_py", backend="cupti", context="python")
+    cupti, backend = fake_cupti["cupti"], fake_cupti["backend"]
+
+    def launch_here():
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_1000)
+
+    with proton.scope("step"):
+        launch_here()
+    proton.finalize()
+    assert backend is not None
+    shadow, _ = hatchet("both_shadow.hatchet")
+    assert child(child(shadow, "step"), "add_kernel")["metrics"]["count"] == 1
+    python, _ = hatchet("both_py.hatchet")
+    leaf_parents = []
+
+    def walk(node, parent_name):
+        for c in node["children"]:
+            if c["frame"]["name"] == "add_kernel":
+                leaf_parents.append(parent_name)
+            walk(c, c["frame"]["name"])
+
+    walk(python, "ROOT")
+    assert len(leaf_parents) == 1 and leaf_parents[0].endswith("@launch_here")
+
+
+def test_python_context_with_the_launch_hook_keeps_the_kernel_under_its_op(fake_cupti, monkeypatch):
+    """The hook's op node (made under the Python stack) wins over the bare stack of the launch."""
+    import sys
+    import types
+
+    runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    triton = types.ModuleType("triton")
+    triton.knobs = types.ModuleType("triton.knobs")
+    triton.knobs.runtime = runtime
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    monkeypatch.setitem(sys.modules, "triton.knobs", triton.knobs)
+
+    class LazyDict:
+        def __init__(self):
+            self.data = {"name": "add_kernel", "function": 1, "stream": 0}
+
+        def get(self):
+            return {**self.data, "name": "add_4096", "bytes": 8}
+
+    proton.start("pyhook", backend="cupti", context="python", hook="triton")
+    cupti = fake_cupti["cupti"]
+
+    def launch_here():
+        md = LazyDict()
+        runtime.launch_enter_hook(md)
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_DRIVER_API, 652, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_1000)
+        runtime.launch_exit_hook(md)
+
+    launch_here()
+    proton.finalize()
+    root, _ = hatchet("pyhook.hatchet")
+    found = []
+
+    def walk(node):
+        for c in node["children"]:
+            if c["frame"]["name"] in ("add_4096", "add_kernel"):  # the op is the kernel's node
+                found.append((node["frame"]["name"].split("@")[-1], c["frame"]["name"],
+                              c["metrics"]["count"], c["metrics"].get("bytes")))
+            walk(c)
+
+    walk(root)
+    assert found == [("launch_here", "add_4096", 1, 8)]

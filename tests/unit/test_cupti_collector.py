@@ -364,7 +364,7 @@ def test_python_context_stacks_reach_every_kernel_of_their_launch_and_no_other()
     buf = synthetic.pack(kinds, kernel, api)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 2
-    assert [r[0] for r in sink.rows()] == ["scope", "scope"]
+    assert python_parents(sink) == ["scope", "scope"]
     col.remember_launch_stack(3, stack)
     kinds, kernel, api, _ = empty()
     pending = launch(kinds, kernel, api, marks, corr=3, path=scope, t=3000, graph_nodes=[0])
@@ -373,4 +373,9 @@ def test_python_context_stacks_reach_every_kernel_of_their_launch_and_no_other()
     buf = synthetic.pack(kinds, kernel, api)
     col.add_buffer(buf, len(buf))
     assert col.process(flush=True) == 2
-    assert [r[0] for r in sink.rows()][2:] == ["file.py:3@main", "file.py:3@main"]
+    assert python_parents(sink)[2:] == ["file.py:3@main", "file.py:3@main"]
+    assert [r[0] for r in sink.rows()] == ["scope"] * 4  # shadow sessions keep the scope
+
+
+def python_parents(sink) -> list[str]:
+    return ["/".join(sink.paths.names_of(int(p))) for b in sink.batches for p in b.python_parent_path]

@@ -137,23 +137,31 @@ class ThreadTimelines:
         thread's last one (every launch before it has been delivered, e.g. after a flush), and
         the logs of threads that had ended before `time_ns` (a thread seen ended is given a time
         by which it was; its log goes at a later call that is past that time)."""
+        self._forget(lambda thread_id: time_ns)
+
+    def forget_before_each(self, horizons: dict[int, int]) -> None:
+        """`forget_before` per thread: `thread id -> time` before which every launch of that
+        thread has been delivered. Threads not named keep everything."""
+        self._forget(horizons.get)
+
+    def _forget(self, horizon_of: Callable[[int], int | None]) -> None:
         with self._lock:
             kept = []
             for log in self._logs:
                 times, _ = log.sync()
-                if log.in_order:
-                    keep_from = int(np.searchsorted(times, time_ns, side="right")) - 1
+                horizon = horizon_of(log.thread_id)
+                if horizon is not None and log.in_order:
+                    keep_from = int(np.searchsorted(times, horizon, side="right")) - 1
                     if keep_from > 0:
                         log.forget(keep_from)
                 if log.ended_by is None:
                     thread = log.thread()
                     if thread is None or not thread.is_alive():
                         log.ended_by = self.clock()
-                elif log.ended_by <= time_ns:
+                elif horizon is not None and log.ended_by <= horizon:
                     continue
                 kept.append(log)
             self._logs = kept
-
 
 def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.ndarray,
              times: np.ndarray) -> np.ndarray:

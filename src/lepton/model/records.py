@@ -41,6 +41,8 @@ class KernelBatch:
     device_type: str = "CUDA"
     # Flexible metrics of single launches (launch metadata): correlation id -> {name: value}.
     launch_metrics: dict[int, dict[str, object]] = field(default_factory=dict)
+    # For python-context sessions, when it differs: the parent by the Python stack of the launch.
+    python_parent_path: np.ndarray | None = None  # int64
 
     def __len__(self) -> int:
         return len(self.start_ns)

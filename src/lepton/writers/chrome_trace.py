@@ -61,17 +61,17 @@ def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray]) ->
 
 
 # Below this many ns, `_us` writes times with integer arithmetic: values of at most 15 significant
-# digits, which a double holds exactly, so the text equals `repr(round(ns / 1000, 3))`.
+# digits, which a double holds exactly, so the text equals `repr(round(ns_to_us(ns), 3))`.
 _EXACT_NS = 10**15
 
 
 def _us(ns: int) -> str:
-    """`ns` in microseconds as JSON, exactly as `json.dumps(round(ns / 1000, 3))` writes it."""
+    """`ns` in microseconds as JSON, exactly as `json.dumps(round(ns_to_us(ns), 3))` writes it."""
     if -_EXACT_NS < ns < _EXACT_NS:
         whole, frac = divmod(-ns if ns < 0 else ns, 1000)
         sign = "-" if ns < 0 else ""
         return f"{sign}{whole}.0" if frac == 0 else f"{sign}{whole}.{frac:03d}".rstrip("0")
-    return repr(round(ns / 1000, 3))
+    return repr(round(ns_to_us(ns), 3))  # as the dict form computed it (a float division)
 
 
 def _us_column(ns: np.ndarray) -> list[str]:

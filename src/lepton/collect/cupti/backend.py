@@ -311,10 +311,11 @@ class CuptiBackend(Backend):
             collector.process(flush=False)
             _recycle(collector.take_parsed_buffers())
             # A profile left on for hours must not keep every scope's marks (16 B each) until
-            # finalize: launches this much older than the latest one attributed have come in.
-            horizon = collector.latest_launch - MARKS_KEPT_NS
-            if horizon > 0:
-                self.sink.timeline.forget_before(horizon)
+            # finalize: a thread's launches this much older than its latest one attributed have
+            # come in (its records arrive in order; other threads' may lag behind).
+            window = MARKS_KEPT_NS / collector.clock.scale  # in CUPTI's units (ticks after Kineto)
+            self.sink.timeline.forget_before_each(
+                {tid: int(t - window) for tid, t in collector.latest_launch.items()})
 
     def _report_dropped(self) -> None:
         """Called from CUPTI's buffer thread and from flush."""

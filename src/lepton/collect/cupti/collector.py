@@ -58,7 +58,10 @@ class Collector:
         self._done: list[tuple[np.ndarray, int]] = []  # parsed (buffer, used bytes), for reuse
         self.kernels_delivered = 0
         self.invalid_kernels = 0
-        self.latest_launch = 0  # start of the latest launch API call attributed (CUPTI's clock)
+        # thread id -> start of its latest launch call attributed (CUPTI's clock). Per thread:
+        # CUPTI may keep a buffer per thread, so one thread's records can arrive long after a
+        # busier thread's later ones.
+        self.latest_launch: dict[int, int] = {}
         self._held: parser.Records | None = None
         self._names: dict[int, str] = {}
         self._mask = (1 << table_bits) - 1
@@ -180,7 +183,16 @@ class Collector:
         self._launch[slot] = launch
         self._path[slot] = self.paths_at(rec.a_thread, launch)  # time lines are on CUPTI's clock
         if len(launch):
-            self.latest_launch = max(self.latest_launch, int(launch.max()))
+            threads = rec.a_thread.astype(np.int64)
+            if (threads == threads[0]).all():
+                latest = {int(threads[0]): int(launch.max())}
+            else:
+                order = np.lexsort((launch, threads))  # by thread, then time: last of each run
+                last = np.flatnonzero(np.append(threads[order][1:] != threads[order][:-1], True))
+                latest = dict(zip(threads[order][last].tolist(), launch[order][last].tolist()))
+            for tid, t in latest.items():
+                if t > self.latest_launch.get(tid, 0):
+                    self.latest_launch[tid] = t
 
     def _attribute(self, rec: parser.Records, flush: bool) -> KernelBatch | None:
         corr = rec.k_corr.astype(np.int64)
@@ -206,21 +218,31 @@ class Collector:
             start, end = start[ok], end[ok]
         if not len(corr):
             return None
-        parent = np.where(hit, self._path[slot], 0)
+        parent = np.where(hit, self._path[slot], 0)  # the launching thread's path: scopes, ops
+        python_parent = None
         if self.python_stacks:
-            on_stack = self._stack_key[slot] == corr + 1
-            parent = np.where(on_stack, self._stack_path[slot], parent)
+            # A launch-hook op (made under the Python stack in a python-context session) wins.
+            on_stack = (self._stack_key[slot] == corr + 1) & ~self._are_ops(parent)
+            python_parent = np.where(on_stack, self._stack_path[slot], parent)
         in_graph = rec.k_graph_node != 0
         if in_graph.any():
             capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])
             parent[in_graph] = replay_parents(self.sink.paths, parent[in_graph], capture)
+            if python_parent is not None:
+                python_parent[in_graph] = replay_parents(self.sink.paths, python_parent[in_graph], capture)
         names, name_id = self._names_of(rec.k_name_ptr)
         to_host = self.clock.to_host
         return KernelBatch(
             parent_path=parent, name_id=name_id, names=names, start_ns=to_host(start), end_ns=to_host(end),
             launch_ns=np.where(launch != 0, to_host(launch), UNKNOWN_LAUNCH_NS),
             device_id=rec.k_device.astype(np.int32), stream_id=rec.k_stream.astype(np.int32),
-            correlation_id=corr, device_type="CUDA")
+            correlation_id=corr, device_type="CUDA", python_parent_path=python_parent)
+
+    def _are_ops(self, paths: np.ndarray) -> np.ndarray:
+        """Which of `paths` are launch-hook op nodes."""
+        ops = self.sink.paths.ops
+        uniq, inverse = np.unique(paths, return_inverse=True)
+        return np.fromiter((p in ops for p in uniq.tolist()), bool, len(uniq))[inverse.reshape(-1)]
 
     def _names_of(self, ptrs: np.ndarray) -> tuple[list[str], np.ndarray]:
         """Kernel names, resolved once per distinct `name` pointer (CUPTI shares one string per
