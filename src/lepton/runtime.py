@@ -302,8 +302,8 @@ class Runtime:
     # -- scopes (hot path) -----------------------------------------------------------------------------
     def mark(self, t, path_id: int) -> None:
         """Thread `t` (the calling thread's state) is in `path_id` from now on: one mark on its
-        time line while a backend reads them (`timeline`). `scope` and the launch-hook methods
-        inline this (a call costs as much as the mark)."""
+        time line while a backend reads them (`timeline`). `scope` inlines this (a call costs as
+        much as the mark)."""
         clock = self.mark_clock
         if clock is not None:
             marks = t.marks
@@ -332,7 +332,7 @@ class Runtime:
         parent = stack[-1]
         pid = self.paths.child(parent, name)
         stack.append(pid)
-        eff = pid if t.state is None else self.shadow.effective(t, pid)
+        eff = self.shadow.effective(t, pid)
         entered = self.entered  # read before the scope sets: a registry change in between
         for scopes in self.scope_sets:  # leaves this entry in the old, discarded dict
             scopes.add(eff)
@@ -382,11 +382,7 @@ class Runtime:
         return self._enter_op(t, name, metrics, properties)
 
     def _enter_op(self, t, name: str, metrics: tuple | None, properties: dict | None) -> int:
-        # Runs on every hooked launch: the marks are inlined.
-        if self.python_sessions:
-            base = python_path(self.paths)
-        else:
-            base = t.stack[-1] if t.state is None else self.shadow.effective(t, t.stack[-1])
+        base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
         entered = self.entered_ops  # read before the scope sets (see `enter`)
         op = entered.get((base, name))
         if op is None:
@@ -405,11 +401,7 @@ class Runtime:
             for s in self.active:
                 s.set_properties_once(op, properties)
             done.add(op)
-        clock = self.mark_clock
-        if clock is not None:
-            marks = t.marks
-            marks.append(clock())
-            marks.append(op)
+        self.mark(t, op)
         return op
 
     def enter_transient_state(self, names: tuple[str, ...]):
@@ -420,11 +412,7 @@ class Runtime:
             t = self.init_thread()
         previous = t.state
         t.state = names
-        clock = self.mark_clock
-        if clock is not None:
-            marks = t.marks
-            marks.append(clock())
-            marks.append(self.shadow.effective(t, t.stack[-1]))
+        self.remark(t)
         return previous
 
     def exit_transient_state(self, previous) -> None:
@@ -446,19 +434,14 @@ class Runtime:
 
     def exit_op(self, op: int) -> None:
         """The launch of `op` is over: the thread is back in its own path."""
-        clock = self.mark_clock
-        if clock is not None:
-            t = self.shadow.local
-            stack = getattr(t, "stack", None)  # None if every session ended meanwhile
-            if stack is not None:
-                marks = t.marks
-                marks.append(clock())
-                marks.append(stack[-1] if t.state is None else self.shadow.effective(t, stack[-1]))
+        t = self.shadow.local
+        if hasattr(t, "stack"):  # not if every session ended meanwhile
+            self.remark(t)
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
         t = self.shadow.thread()
-        eff = pid if t.state is None else self.shadow.effective(t, pid)
+        eff = self.shadow.effective(t, pid)
         for s in self.tracing:
             s.add_scope_event(ScopeEvent(eff, start_ns, end_ns, t.lane, scope_id, metrics))
 
