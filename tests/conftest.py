@@ -50,3 +50,17 @@ def fake():
     from lepton.collect.fake import FakeBackend
 
     return lambda: FakeBackend.instances[-1]
+
+
+@pytest.fixture
+def knobs(monkeypatch):
+    """A stand-in `triton.knobs` (see `triton_standin`); yields its `runtime`, where the launch
+    hook installs itself."""
+    from triton_standin import install_knobs
+
+    from lepton.hooks.launch import LaunchHook
+
+    runtime = install_knobs(monkeypatch)
+    LaunchHook().configure()
+    yield runtime
+    LaunchHook().configure()

@@ -8,34 +8,9 @@ import threading
 import types
 
 import pytest
+from triton_standin import LazyDict
 
 import lepton as proton
-
-
-class LazyDict:
-    """Triton's LazyDict: `data` holds name/function/stream; `get()` runs launch_metadata."""
-
-    def __init__(self, data, fn=None):
-        self.data = data
-        self.fn = fn
-
-    def get(self):
-        return self.data | (self.fn() if self.fn else {})
-
-
-@pytest.fixture
-def knobs(monkeypatch):
-    runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
-    triton = types.ModuleType("triton")
-    triton.knobs = types.ModuleType("triton.knobs")
-    triton.knobs.runtime = runtime
-    monkeypatch.setitem(sys.modules, "triton", triton)
-    monkeypatch.setitem(sys.modules, "triton.knobs", triton.knobs)
-    from lepton.hooks.launch import LaunchHook
-
-    LaunchHook().configure()
-    yield runtime
-    LaunchHook().configure()
 
 
 def launch(knobs, backend, raw_name, meta_fn=None, duration=100):

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from triton_standin import LazyDict
 
 import lepton as proton
 from lepton.collect import backend as backend_registry
@@ -553,35 +554,19 @@ def test_shadow_and_python_sessions_on_one_backend_each_get_their_own_paths(fake
     assert len(leaf_parents) == 1 and leaf_parents[0].endswith("@launch_here")
 
 
-def test_python_context_with_the_launch_hook_keeps_the_kernel_under_its_op(fake_cupti, monkeypatch):
+def test_python_context_with_the_launch_hook_keeps_the_kernel_under_its_op(fake_cupti, knobs):
     """The hook's op node (made under the Python stack) wins over the bare stack of the launch."""
-    import sys
-    import types
-
-    runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
-    triton = types.ModuleType("triton")
-    triton.knobs = types.ModuleType("triton.knobs")
-    triton.knobs.runtime = runtime
-    monkeypatch.setitem(sys.modules, "triton", triton)
-    monkeypatch.setitem(sys.modules, "triton.knobs", triton.knobs)
-
-    class LazyDict:
-        def __init__(self):
-            self.data = {"name": "add_kernel", "function": 1, "stream": 0}
-
-        def get(self):
-            return {**self.data, "name": "add_4096", "bytes": 8}
-
     proton.start("pyhook", backend="cupti", context="python", hook="triton")
     cupti = fake_cupti["cupti"]
 
     def launch_here():
-        md = LazyDict()
-        runtime.launch_enter_hook(md)
+        md = LazyDict({"name": "add_kernel", "function": 1, "stream": 0},
+                      lambda: {"name": "add_4096", "bytes": 8})
+        knobs.launch_enter_hook(md)
         data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
         cupti_backend._resource_callback(None, layout.CB_DOMAIN_DRIVER_API, 652, ctypes.addressof(data))
         cupti.launch(0x7F00_0000_1000)
-        runtime.launch_exit_hook(md)
+        knobs.launch_exit_hook(md)
 
     launch_here()
     proton.finalize()
