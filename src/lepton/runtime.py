@@ -71,6 +71,9 @@ class Runtime:
         # has: a repeated launch skips both.
         self.entered_ops: dict[tuple[int, str], int] = {}
         self.ops_with_properties: set[int] = set()
+        # (scope path, raw kernel name, metadata items, their types) -> (op, metrics key or None) of
+        # the hooked launches made since the last registry change (`hooks.launch`'s fast path).
+        self.hooked_launches: dict[tuple, tuple] = {}
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
         self.fast = False
@@ -96,6 +99,7 @@ class Runtime:
         self.entered = {}
         self.entered_ops = {}
         self.ops_with_properties = set()
+        self.hooked_launches = {}
         for b in started:
             b.set_python_context(any(s.backend is b for s in self.python_sessions), self.caller_path)
         # Anything that needs more than the plain enter/exit takes the slow path.

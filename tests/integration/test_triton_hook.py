@@ -230,3 +230,92 @@ def test_remembered_metadata_tells_true_from_1_and_1_from_1_0(knobs, fake):
     by_name = {c["frame"]["name"]: c["metrics"] for c in scope["children"]}
     assert by_name["k"]["split_k"] == 1 and by_name["k"]["count"] == 3  # booleans are not metrics
     assert by_name["k2_int"]["bytes"] == 2 and by_name["k2_float"]["bytes"] == 2.0
+
+
+def test_repeated_launches_keep_launch_metadata_work_out_of_the_users_tree(knobs, fake):
+    """The second and later launches of a kernel take the hook's fast path: what their
+    launch_metadata launches or opens still lands under the metadata state."""
+    proton.start("meta_repeat", backend="fake", hook="triton")
+
+    def meta():
+        fake().launch("helper_copy", 5)
+        with proton.scope("inside_meta"):
+            fake().launch("helper_inner", 5)
+        return {"name": "owner", "bytes": 8}
+
+    with proton.scope("s"):
+        for _ in range(4):
+            launch(knobs, fake(), "owner_kernel", meta)
+    proton.finalize()
+    (s,) = load("meta_repeat.hatchet")["children"]
+    by_name = {c["frame"]["name"]: c for c in s["children"]}
+    assert sorted(by_name) == ["__proton_launch_metadata", "inside_meta", "owner"]
+    assert by_name["owner"]["metrics"]["count"] == 4 and by_name["owner"]["metrics"]["bytes"] == 32
+
+    def state_kernel(node, kernel):  # node -> the metadata state -> owner_kernel -> kernel
+        (state,) = node["children"]
+        assert state["frame"]["name"] == "owner_kernel"
+        (k,) = state["children"]
+        assert k["frame"]["name"] == kernel
+        return k["metrics"]["count"]
+
+    assert state_kernel(by_name["__proton_launch_metadata"], "helper_copy") == 4
+    # A scope opened in launch_metadata gets the state appended, as Proton appends a state.
+    (inside_state,) = by_name["inside_meta"]["children"]
+    assert inside_state["frame"]["name"] == "__proton_launch_metadata"
+    assert state_kernel(inside_state, "helper_inner") == 4
+
+
+def test_a_repeated_launch_lands_under_the_scope_it_is_made_in(knobs, fake):
+    proton.start("alternating", backend="fake", hook="triton")
+    meta = lambda: {"name": "k_named", "flops": 2}
+    for _ in range(3):
+        for scope_name in ("a", "b"):
+            with proton.scope(scope_name):
+                launch(knobs, fake(), "k", meta, 10)
+        launch(knobs, fake(), "k", meta, 10)
+    proton.finalize()
+    root = load("alternating.hatchet")
+    by_name = {c["frame"]["name"]: c for c in root["children"]}
+    assert sorted(by_name) == ["a", "b", "k_named"]
+    assert by_name["k_named"]["metrics"]["count"] == 3 and by_name["k_named"]["metrics"]["flops"] == 6
+    for scope_name in ("a", "b"):
+        (k,) = by_name[scope_name]["children"]
+        assert (k["frame"]["name"], k["metrics"]["count"], k["metrics"]["flops"]) == ("k_named", 3, 6)
+
+
+def test_launch_metadata_raising_on_a_repeated_launch_leaves_the_thread_in_its_scope(knobs, fake):
+    proton.start("raising", backend="fake", hook="triton")
+    fail = [False]
+
+    def meta():
+        if fail[0]:
+            raise ValueError("bad shape")
+        return {"name": "k"}
+
+    with proton.scope("step"):
+        launch(knobs, fake(), "k", meta, 10)
+        fail[0] = True
+        with pytest.raises(ValueError, match="bad shape"):
+            launch(knobs, fake(), "k", meta, 10)
+        fake().launch("after", 10)
+        with proton.scope("inner"):
+            fake().launch("nested", 10)
+    proton.finalize()
+    (step,) = load("raising.hatchet")["children"]
+    assert names(step) == ["after", "inner", "k"]
+
+
+def test_a_kernels_properties_wrapper_steps_aside_once_they_are_known(knobs, fake, compiled_kernel_class):
+    CompiledKernel = compiled_kernel_class
+    proton.start("aside", backend="fake", hook="triton")
+    kernel = CompiledKernel()
+    kernel.function = 77
+    launch_compiled(knobs, fake, kernel)
+    assert "launch_metadata" not in vars(kernel)  # the first launch reads the properties
+    launch_compiled(knobs, fake, kernel)
+    assert "launch_metadata" in vars(kernel)  # known now: Triton's own method from here on
+    launch_compiled(knobs, fake, kernel)
+    proton.finalize()
+    (node,) = load("aside.hatchet")["children"]
+    assert node["metrics"]["count"] == 3 and node["metrics"]["num_warps"] == 4

@@ -28,6 +28,8 @@ class ThreadState(threading.local):
     marks: array  # this thread's time line (`ThreadLog.marks`): [time, path, time, path, ...]
     state: tuple[str, ...] | None
     lane: int
+    launch_op: int | None  # the op of the hooked launch in progress (`hooks.launch`)
+    in_metadata: bool  # evaluating a launch's metadata (a launch inside it is not hooked)
 
 
 class ShadowStacks:
@@ -59,6 +61,8 @@ class ShadowStacks:
             t.stack = [ROOT] if main is None else list(main)
             t.marks = self.timeline.log().marks
             t.state = None
+            t.launch_op = None
+            t.in_metadata = False
             with self._lock:
                 t.lane = self._lanes
                 self._lanes += 1

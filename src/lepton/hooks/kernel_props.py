@@ -37,6 +37,13 @@ def install() -> None:
 
     def launch_metadata(self, *args, **kwargs):
         _tls.kernel = self
+        if getattr(self, "function", None) in _cache:
+            # Its properties are known: its next launches call Triton's method directly (this
+            # wrapper is a call and a thread-local write on every hooked launch).
+            try:
+                self.launch_metadata = original.__get__(self, type(self))
+            except AttributeError:  # an object without a __dict__
+                pass
         return original(self, *args, **kwargs)
 
     CompiledKernel.launch_metadata = launch_metadata
