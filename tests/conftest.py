@@ -64,3 +64,16 @@ def knobs(monkeypatch):
     LaunchHook().configure()
     yield runtime
     LaunchHook().configure()
+
+
+@pytest.fixture
+def chained_knobs(monkeypatch):
+    """`knobs` with Triton 3.6's chains of hooks (`triton_standin.HookChain`)."""
+    from triton_standin import install_knobs
+
+    from lepton.hooks.launch import LaunchHook
+
+    runtime = install_knobs(monkeypatch, chain=True)
+    LaunchHook().configure()
+    yield runtime
+    LaunchHook().configure()

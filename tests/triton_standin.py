@@ -17,9 +17,34 @@ class LazyDict:
         return self.data | (self.fn() if self.fn else {})
 
 
-def install_knobs(monkeypatch) -> types.SimpleNamespace:
-    """Makes `from triton import knobs` find a fresh stand-in; returns its `runtime`."""
-    runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+class HookChain:
+    """Triton 3.6's chain of launch hooks (`knobs.runtime.launch_enter_hook`): tools add theirs."""
+
+    def __init__(self):
+        self.calls = []
+
+    def add(self, func):
+        if func not in self.calls:
+            self.calls.append(func)
+
+    def remove(self, func):
+        self.calls.remove(func)
+
+    def __bool__(self):
+        return bool(self.calls)
+
+    def __call__(self, *args):
+        for call in self.calls:
+            call(*args)
+
+
+def install_knobs(monkeypatch, chain: bool = False) -> types.SimpleNamespace:
+    """Makes `from triton import knobs` find a fresh stand-in; returns its `runtime`. Its hooks
+    are one slot each (Triton 3.3 to 3.5) or, with `chain`, `HookChain`s (Triton 3.6)."""
+    if chain:
+        runtime = types.SimpleNamespace(launch_enter_hook=HookChain(), launch_exit_hook=HookChain())
+    else:
+        runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
     triton = types.ModuleType("triton")
     triton.knobs = types.ModuleType("triton.knobs")
     triton.knobs.runtime = runtime

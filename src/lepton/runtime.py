@@ -52,6 +52,8 @@ class Runtime:
         self.paths = PathTable()
         self.timeline = ThreadTimelines()
         self.shadow = ShadowStacks(self.paths, self.timeline)
+        # The Python stacks of Triton's launches in the python context (`hooks.launch.TritonStackHook`).
+        self.python_timeline = ThreadTimelines()
         # The path of the Python stack that calls it (a partial: no frame of its own to skip).
         self.caller_path = functools.partial(python_path, self.paths)
         self.sessions: dict[int, Session] = {}
@@ -100,14 +102,30 @@ class Runtime:
         self.entered_ops = {}
         self.ops_with_properties = set()
         self.hooked_launches = {}
-        for b in started:
-            b.set_python_context(any(s.backend is b for s in self.python_sessions), self.caller_path)
+        self._set_python_context(started)
         # Anything that needs more than the plain enter/exit takes the slow path.
         self.live = bool(live)
         # The scope hot path's one check: python-context sessions need the caller's stack per scope.
         self.fast = self.live and not self.python_sessions
 
     refresh = _refresh
+
+    def _set_python_context(self, started: list[Backend]) -> None:
+        """Tells each started backend whether a python-context session uses it; where one that
+        `reads_triton_stacks` does, Triton's launch hook marks the stacks of Triton's launches."""
+        from .hooks.launch import mark_triton_stacks  # hooks import the runtime
+
+        python_backends = [b for b in started if any(s.backend is b for s in self.python_sessions)]
+        stacks = None
+        if any(b.reads_triton_stacks for b in python_backends):
+            self.python_timeline.clock = self.timeline.clock
+            if mark_triton_stacks(self.python_timeline, self.caller_path):
+                stacks = self.python_timeline
+        if stacks is None:
+            mark_triton_stacks(None)
+        for b in started:
+            on = b in python_backends
+            b.set_python_context(on, self.caller_path, stacks if on and b.reads_triton_stacks else None)
 
     def session(self, sid: int) -> Session:
         s = self.sessions.get(sid)
@@ -242,6 +260,7 @@ class Runtime:
         self._release_backends()
         if not self.sessions:
             self.shadow.reset()
+            self.python_timeline.reset()
         self._refresh()
 
     def _release_backends(self) -> None:

@@ -39,6 +39,7 @@ class FakeCupti:
         self.subscribed = False
         self.enabled: set[int] = set()
         self.api_switches: dict[tuple[str, int], bool] = {}
+        self.callbacks: dict[tuple[int, int], bool] = {}
         self.zeroed_attr = 0
         self.dropped = 0
         self._corr = 0
@@ -57,7 +58,10 @@ class FakeCupti:
         self.subscribed = False
 
     def enable_callback(self, enable, handle, domain, cbid):
-        pass
+        self.callbacks[(domain, cbid)] = enable
+
+    def watched(self, domain):
+        return sorted(cbid for (d, cbid), on in self.callbacks.items() if d == domain and on)
 
     def set_attribute_u8(self, attr, value):
         self.zeroed_attr = value
@@ -582,3 +586,85 @@ def test_python_context_with_the_launch_hook_keeps_the_kernel_under_its_op(fake_
 
     walk(root)
     assert found == [("launch_here", "add_4096", 1, 8)]
+
+
+def _triton_launch(knobs, cupti, name_ptr=0x7F00_0000_1000):
+    """A Triton launch as Triton 3.6 makes it: hooks around the driver's cuLaunchKernelEx, whose
+    callback (were it watched) would run inside."""
+    md = LazyDict({"name": "add_kernel", "function": 1, "stream": 0}, lambda: {"name": "add_4096"})
+    knobs.launch_enter_hook(md)
+    cupti.launch(name_ptr)
+    knobs.launch_exit_hook(md)
+
+
+def _kernel_paths(root, kernel="add_kernel"):
+    """`(function names of the frames above, count)` of every node named `kernel`."""
+    found = []
+
+    def walk(node, path):
+        for c in node["children"]:
+            if c["frame"]["name"] == kernel:
+                found.append((path, c["metrics"]["count"]))
+            walk(c, path + (c["frame"]["name"].split("@")[-1],))
+
+    walk(root, ())
+    return found
+
+
+def test_python_context_takes_triton_launch_stacks_from_its_hook_not_a_launch_callback(fake_cupti, chained_knobs):
+    """With Triton's chain of hooks, Triton's launch call (cuLaunchKernelEx) is not watched: its
+    kernels take the Python stack the hook marked; torch's runtime launches keep their callback."""
+    proton.start("pytriton", backend="cupti", context="python")
+    cupti = fake_cupti["cupti"]
+    assert cupti.watched(layout.CB_DOMAIN_DRIVER_API) == [514, 515]  # cuGraphLaunch only
+    assert set(layout.RUNTIME_LAUNCH_CBIDS) <= set(cupti.watched(layout.CB_DOMAIN_RUNTIME_API))
+
+    def triton_from_here():
+        _triton_launch(chained_knobs, cupti)
+
+    def torch_from_here():
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_2000)
+
+    with proton.scope("step"):
+        for _ in range(3):
+            triton_from_here()
+            torch_from_here()
+        cupti.launch(0x7F00_0000_1000)  # neither hooked nor watched: the time line's path
+    proton.finalize()
+    assert not chained_knobs.launch_enter_hook.calls and not chained_knobs.launch_exit_hook.calls
+    assert not cupti.subscribed  # the launch callbacks went with the subscription
+    root, _ = hatchet("pytriton.hatchet")
+    (unhooked, n_unhooked), (hooked, n_hooked) = sorted(_kernel_paths(root), key=lambda p: p[1])
+    assert (unhooked, n_unhooked) == (("step",), 1)
+    # The stand-in's HookChain is a frame of the tests (Triton's own is folded away with Triton).
+    assert hooked[-3:] == ("triton_from_here", "_triton_launch", "__call__") and n_hooked == 3
+    ((torch_path, n_torch),) = _kernel_paths(root, "_ZN2at6native18elementwise_kernel")
+    assert torch_path[-1] == "torch_from_here" and n_torch == 3
+
+
+def test_python_context_watches_triton_launch_calls_where_triton_has_one_hook_slot(fake_cupti, knobs):
+    proton.start("pyslot", backend="cupti", context="python")
+    cupti = fake_cupti["cupti"]
+    assert knobs.launch_enter_hook is None  # left free for hook="triton"
+    assert cupti.watched(layout.CB_DOMAIN_DRIVER_API) == [514, 515, 652, 653]
+    proton.finalize()
+
+
+def test_python_context_with_the_launch_hook_and_chained_hooks_keeps_the_kernel_under_its_op(
+        fake_cupti, chained_knobs):
+    proton.start("pyhookchain", backend="cupti", context="python", hook="triton")
+    cupti = fake_cupti["cupti"]
+    assert len(chained_knobs.launch_enter_hook.calls) == 2  # the stack marks and the op
+
+    def launch_here():
+        _triton_launch(chained_knobs, cupti)
+
+    for _ in range(2):
+        launch_here()
+    proton.finalize()
+    root, _ = hatchet("pyhookchain.hatchet")
+    ((path, count),) = _kernel_paths(root, "add_4096")
+    assert path[-3:] == ("launch_here", "_triton_launch", "__call__") and count == 2
+    assert _kernel_paths(root, "add_kernel") == []

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from ..model.records import DeviceInfo, KernelSink
+from .timeline import ThreadTimelines
 
 
 class Backend:
@@ -28,6 +29,9 @@ class Backend:
 
     # Whether this backend attributes launches by the threads' time lines (the runtime then marks).
     reads_marks: ClassVar[bool] = False
+    # Whether it attributes Triton's launches in the python context by the stacks the launch hook
+    # marks (`set_python_context`), so that the runtime installs that hook.
+    reads_triton_stacks: ClassVar[bool] = False
 
     def __init__(self, mode: str = "") -> None:
         self.mode = mode
@@ -74,10 +78,13 @@ class Backend:
         """The device's properties, or None if unknown."""
         return None
 
-    def set_python_context(self, on: bool, path_of_caller: Callable[[], int]) -> None:
+    def set_python_context(self, on: bool, path_of_caller: Callable[[], int],
+                           triton_stacks: ThreadTimelines | None = None) -> None:
         """Sessions with `context="python"` started (on) or ended (off). A backend that can see
         each launch on its thread attributes kernels to `path_of_caller()` (the launching Python
-        stack's path) while on; the default sees no launches and does nothing."""
+        stack's path) while on; the default sees no launches and does nothing. `triton_stacks`
+        (only given to a backend that `reads_triton_stacks`) is the time line on which Triton's
+        launch hook marks the Python stack of each Triton launch: path + 1, then 0 after it."""
 
 
 _REGISTRY: dict[str, Callable[[str], Backend]] = {}

@@ -13,9 +13,12 @@ GPU work that `launch_metadata` itself launches runs under the state
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from numbers import Number
 
 from ..model.metrics import to_python_value
+from ..collect.timeline import ThreadTimelines
 from ..runtime import RUNTIME
 from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
@@ -207,6 +210,73 @@ class LaunchHook:
             rt.exit_op(op)
 
 
+class TritonStackHook:
+    """With a python-context session on a backend that `reads_triton_stacks`: marks the Python
+    stack of each Triton launch on a time line of its own (path + 1 while the launch call runs, 0
+    after it), so that the backend need not call back into Python from Triton's launch API (two
+    calls through ctypes per launch). Installed whether or not `hook="triton"` is."""
+
+    def __init__(self, timeline: ThreadTimelines, caller_path: Callable[[], int]) -> None:
+        self.timeline = timeline
+        self.caller_path = caller_path
+        self.knobs = None  # the `triton.knobs.runtime` it is installed in
+
+    def enter(self, metadata) -> None:
+        clock = RUNTIME.mark_clock
+        if clock is not None:
+            marks = self.timeline.log().marks
+            marks.append(clock())
+            marks.append(self.caller_path() + 1)  # frames of Lepton and Triton are folded
+
+    def exit(self, metadata) -> None:
+        clock = RUNTIME.mark_clock
+        if clock is not None:
+            marks = self.timeline.log().marks
+            marks.append(clock())
+            marks.append(0)
+
+
+_stack_hook: TritonStackHook | None = None
+
+
+def mark_triton_stacks(timeline: ThreadTimelines | None, caller_path: Callable[[], int] | None = None) -> bool:
+    """Installs the `TritonStackHook` marking on `timeline` (None: removes it). Returns whether it
+    is installed: not where Triton is not imported, has no `knobs` (Triton < 3.3), or has one
+    hook slot instead of a chain of hooks; then the backend watches Triton's launch calls."""
+    global _stack_hook
+    if _stack_hook is not None:
+        if timeline is not None and _stack_hook.timeline is timeline and _stack_hook.knobs is _current_knobs():
+            return True
+        try:
+            _uninstall(_stack_hook, _stack_hook.knobs)
+        except (ImportError, AttributeError):
+            pass
+        _stack_hook = None
+    if timeline is None or "triton" not in sys.modules:
+        return False
+    hook = TritonStackHook(timeline, caller_path)
+    try:
+        hook.knobs = _knobs()
+        if not hasattr(hook.knobs.launch_enter_hook, "add"):
+            return False  # one hook slot (older Triton): left to hook="triton"
+        _install(hook)
+    except (ImportError, AttributeError, RuntimeError):
+        try:
+            _uninstall(hook)  # an enter hook installed without its exit hook
+        except (ImportError, AttributeError):
+            pass
+        return False
+    _stack_hook = hook
+    return True
+
+
+def _current_knobs():
+    try:
+        return _knobs()
+    except ImportError:
+        return None
+
+
 def _knobs():
     from triton import knobs  # Triton >= 3.3
 
@@ -226,8 +296,10 @@ def _install(hook: LaunchHook) -> None:
                                "lepton's hook='triton' cannot chain with it on this Triton version")
 
 
-def _uninstall(hook: LaunchHook) -> None:
-    runtime = _knobs()
+def _uninstall(hook, runtime=None) -> None:
+    """Removes `hook` from `runtime` (default: the current `triton.knobs.runtime`)."""
+    if runtime is None:
+        runtime = _knobs()
     for attr, fn in (("launch_enter_hook", hook.enter), ("launch_exit_hook", hook.exit)):
         current = getattr(runtime, attr)
         if hasattr(current, "remove"):

@@ -39,6 +39,7 @@ import numpy as np
 from ...errors import UsageError
 from ...model.records import DeviceInfo
 from ..backend import Backend
+from ..timeline import ThreadTimelines
 from . import layout
 from .bindings import BufferCompletedFunc, BufferRequestedFunc, CallbackFunc, Cupti, CuptiBusyError
 from .clock import calibrate
@@ -162,6 +163,7 @@ class CuptiBackend(Backend):
     device_type = "CUDA"
     modes = ("",)
     reads_marks = True
+    reads_triton_stacks = True
 
     def __init__(self, mode: str = "", *, cupti: Cupti | None = None, driver: Driver | None = None) -> None:
         """`cupti` and `driver` default to the real libraries; tests pass fakes."""
@@ -179,6 +181,8 @@ class CuptiBackend(Backend):
         self._current_path: Callable[[], int] = lambda: 0
         self._python_path: Callable[[], int] = lambda: 0
         self.python_context = False
+        self._watched: set[tuple[int, int]] = set()  # (domain, cbid) of the launch callbacks on
+        self._triton_stacks: ThreadTimelines | None = None  # see set_python_context
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
@@ -209,6 +213,7 @@ class CuptiBackend(Backend):
             self.sink.timeline.clock = mark_clock
             self.collector = Collector(self.sink, _kernel_name, self.sink.timeline.paths_at, graphs=GRAPH_NODES,
                                        record_size=self._record_size, clock=clock_map)
+            self.collector.hooked_stacks_at = self._hooked_stacks_at()
             _Shared.backend = self
             _fill_pool(_RESIDENT_AT_START)
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
@@ -253,6 +258,8 @@ class CuptiBackend(Backend):
         self.collector.process(flush=True)
         _recycle(self.collector.take_parsed_buffers())
         timeline.forget_before(flush_start)  # every launch before it has been attributed
+        if self._triton_stacks is not None:
+            self._triton_stacks.forget_before(flush_start)
 
     def _do_stop(self) -> None:
         try:
@@ -289,6 +296,8 @@ class CuptiBackend(Backend):
     def _release(self) -> None:
         _Shared.backend = None
         self.python_context = False  # its callbacks go with the subscription
+        self._watched = set()
+        self._triton_stacks = None
         if self._thread_id_type is not None:  # as the next client (torch.profiler) left it
             self.cupti.set_thread_id_type(self._thread_id_type)
             self._thread_id_type = None
@@ -314,8 +323,11 @@ class CuptiBackend(Backend):
             # finalize: a thread's launches this much older than its latest one attributed have
             # come in (its records arrive in order; other threads' may lag behind).
             window = MARKS_KEPT_NS / collector.clock.scale  # in CUPTI's units (ticks after Kineto)
-            self.sink.timeline.forget_before_each(
-                {tid: int(t - window) for tid, t in collector.latest_launch.items()})
+            horizons = {tid: int(t - window) for tid, t in collector.latest_launch.items()}
+            self.sink.timeline.forget_before_each(horizons)
+            triton_stacks = self._triton_stacks
+            if triton_stacks is not None:
+                triton_stacks.forget_before_each(horizons)
 
     def _report_dropped(self) -> None:
         """Called from CUPTI's buffer thread and from flush."""
@@ -341,22 +353,39 @@ class CuptiBackend(Backend):
             GRAPH_NODES.cloned(self.cupti.graph_node_id(original), self.cupti.graph_node_id(node))
 
     # -- python context -------------------------------------------------------------------------------
-    def set_python_context(self, on: bool, path_of_caller: Callable[[], int]) -> None:
+    def set_python_context(self, on: bool, path_of_caller: Callable[[], int],
+                           triton_stacks: ThreadTimelines | None = None) -> None:
         """With a python-context session, every launch API call records the Python stack it was
         made from (a Python callback per launch, as Proton unwinds the stack per launch); the
         kernel lands there instead of under the marked scope. A kernel carries the correlation id
         of the API call that launched it: the runtime's for torch and other runtime users, the
         driver's `cuLaunchKernelEx` for Triton. The driver's `cuLaunchKernel` is not watched: the
         runtime calls it inside every `cudaLaunchKernel`, and each watched call costs two Python
-        callbacks (enter and exit, ≈5 µs each through ctypes)."""
-        if on == self.python_context or self._subscriber is None:
+        callbacks (enter and exit, ≈5 µs each through ctypes).
+
+        `triton_stacks`, when given, is a time line on which Triton's launch hook marks the Python
+        stack of each of its launches (path + 1 during the launch, 0 after): then
+        `cuLaunchKernelEx` is not watched either, and its kernels take the marked stack."""
+        if self._subscriber is None:
             return
+        watch: set[tuple[int, int]] = set()
+        if on:
+            watch.update((layout.CB_DOMAIN_RUNTIME_API, cbid) for cbid in layout.RUNTIME_LAUNCH_CBIDS)
+            watch.update((layout.CB_DOMAIN_DRIVER_API, cbid) for cbid in layout.DRIVER_DIRECT_LAUNCH_CBIDS
+                         if triton_stacks is None or cbid not in layout.TRITON_LAUNCH_CBIDS)
+        for domain, cbid in self._watched - watch:
+            self.cupti.enable_callback(False, self._subscriber, domain, cbid)
         self._python_path = path_of_caller
-        for domain, cbids in ((layout.CB_DOMAIN_DRIVER_API, layout.DRIVER_DIRECT_LAUNCH_CBIDS),
-                              (layout.CB_DOMAIN_RUNTIME_API, layout.RUNTIME_LAUNCH_CBIDS)):
-            for cbid in cbids:
-                self.cupti.enable_callback(on, self._subscriber, domain, cbid)
+        for domain, cbid in watch - self._watched:
+            self.cupti.enable_callback(True, self._subscriber, domain, cbid)
+        self._watched = watch
+        self._triton_stacks = triton_stacks if on else None
+        if self.collector is not None:
+            self.collector.hooked_stacks_at = self._hooked_stacks_at()
         self.python_context = on
+
+    def _hooked_stacks_at(self):
+        return self._triton_stacks.paths_at if self._triton_stacks is not None else None
 
     # -- devices ----------------------------------------------------------------------------------------
     def device_info(self, device_id: int) -> DeviceInfo | None:

@@ -80,6 +80,11 @@ class Collector:
         self._stack_key_store = memoryview(self._stack_key)
         self._stack_path_store = memoryview(self._stack_path)
         self.python_stacks = False  # set at the first launch path
+        # Python context with Triton's launch hook: `(thread ids, times) -> stack path + 1` (0
+        # outside a hooked launch), read for every launch record like `paths_at`. Triton's
+        # launches then need no launch callback (two calls into Python each through ctypes).
+        self.hooked_stacks_at: PathsAt | None = None
+        self._hooked_stack = np.zeros(1 << table_bits, np.int64)
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
     def add_buffer(self, buf: np.ndarray, valid_bytes: int) -> None:
@@ -182,6 +187,8 @@ class Collector:
         launch = rec.a_start.astype(np.int64)
         self._launch[slot] = launch
         self._path[slot] = self.paths_at(rec.a_thread, launch)  # time lines are on CUPTI's clock
+        hooked_stacks_at = self.hooked_stacks_at
+        self._hooked_stack[slot] = 0 if hooked_stacks_at is None else hooked_stacks_at(rec.a_thread, launch)
         if len(launch):
             threads = rec.a_thread.astype(np.int64)
             if (threads == threads[0]).all():
@@ -220,10 +227,16 @@ class Collector:
             return None
         parent = np.where(hit, self._path[slot], 0)  # the launching thread's path: scopes, ops
         python_parent = None
-        if self.python_stacks:
-            # A launch-hook op (made under the Python stack in a python-context session) wins.
-            on_stack = (self._stack_key[slot] == corr + 1) & ~self._are_ops(parent)
+        if self.python_stacks or self.hooked_stacks_at is not None:
+            # A launch-hook op (made under the Python stack in a python-context session) wins;
+            # then the stack the launch callback saw, then the one Triton's hook marked.
+            not_op = ~self._are_ops(parent)
+            on_stack = (self._stack_key[slot] == corr + 1) & not_op
             python_parent = np.where(on_stack, self._stack_path[slot], parent)
+            if self.hooked_stacks_at is not None:
+                hooked = np.where(hit, self._hooked_stack[slot], 0)
+                use = (hooked > 0) & ~on_stack & not_op
+                python_parent = np.where(use, hooked - 1, python_parent)
         in_graph = rec.k_graph_node != 0
         if in_graph.any():
             capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])

@@ -152,5 +152,6 @@ RUNTIME_LAUNCH_CBIDS = (
 )
 # Driver launch calls made directly by Python-level launchers (Triton), not through the runtime.
 DRIVER_DIRECT_LAUNCH_CBIDS = (652, 653, 514, 515)  # cuLaunchKernelEx(_ptsz), cuGraphLaunch(_ptsz)
+TRITON_LAUNCH_CBIDS = (652, 653)  # cuLaunchKernelEx(_ptsz): how Triton launches
 DRIVER_CBID_COUNT = 807  # CUPTI_DRIVER_TRACE_CBID_SIZE
 RUNTIME_CBID_COUNT = 523  # CUPTI_RUNTIME_TRACE_CBID_SIZE
