@@ -348,8 +348,8 @@ class Runtime:
     def enter(self, name: str) -> int:
         """Pushes scope `name` on the calling thread; returns its stack path id. (`scope` inlines
         the common case of this; keep the two in step.)"""
-        t = self.shadow.local
-        if not hasattr(t, "stack"):
+        t = getattr(self.shadow.local, "thread", None)
+        if t is None:
             t = self.init_thread()
         stack = t.stack
         parent = stack[-1]
@@ -399,8 +399,8 @@ class Runtime:
         """A kernel launch is about to happen on this thread under the op node `name` (launch
         hook): the node is created, gets the launch's metrics (`((name, value), ...)`, plain
         numbers or tuples), and the kernel will land on it."""
-        t = self.shadow.local
-        if not hasattr(t, "stack"):
+        t = getattr(self.shadow.local, "thread", None)
+        if t is None:
             t = self.init_thread()
         return self._enter_op(t, name, metrics, properties)
 
@@ -430,8 +430,8 @@ class Runtime:
     def enter_transient_state(self, names: tuple[str, ...]):
         """Sets the thread's state for a short region (launch-metadata evaluation); returns a token
         for `exit_transient_state` or `op_after_transient_state`."""
-        t = self.shadow.local
-        if not hasattr(t, "stack"):
+        t = getattr(self.shadow.local, "thread", None)
+        if t is None:
             t = self.init_thread()
         previous = t.state
         t.state = names
@@ -447,7 +447,7 @@ class Runtime:
                                  properties: dict | None = None) -> int:
         """`exit_transient_state(previous)` then `enter_op(...)`: the hook's path from the
         metadata evaluation to the launch, with one thread lookup and one mark."""
-        t = self.shadow.local
+        t = self.shadow.local.thread
         t.state = previous
         try:
             return self._enter_op(t, name, metrics, properties)
@@ -457,8 +457,8 @@ class Runtime:
 
     def exit_op(self, op: int) -> None:
         """The launch of `op` is over: the thread is back in its own path."""
-        t = self.shadow.local
-        if hasattr(t, "stack"):  # not if every session ended meanwhile
+        t = getattr(self.shadow.local, "thread", None)
+        if t is not None:  # not if every session ended meanwhile
             self.remark(t)
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,

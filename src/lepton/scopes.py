@@ -34,11 +34,11 @@ class scope:
         if rt.fast and not self.metrics:
             # Fast path, for a scope already entered under this parent (`Runtime.entered`): only
             # the push and the mark (a method call costs as much as this whole path).
-            t = rt.shadow.local
             try:
-                stack = t.stack
+                t = rt.shadow.local.thread
             except AttributeError:
-                stack = rt.init_thread().stack
+                t = rt.init_thread()
+            stack = t.stack
             pid = rt.entered.get((stack[-1], self.name))
             if pid is not None and t.state is None:
                 stack.append(pid)
@@ -76,7 +76,7 @@ class scope:
                 rt.record_scope_event(pid, t0, time.time_ns(), self._sid, self.metrics)
         if rt.fast:
             # Fast path: Runtime.exit inlined.
-            t = rt.shadow.local
+            t = rt.shadow.local.thread
             stack = t.stack
             if stack[-1] == pid and t.state is None:
                 stack.pop()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from collections.abc import Callable
 from numbers import Number
 
@@ -70,12 +71,11 @@ class LaunchHook:
         rt = RUNTIME
         if not rt.active:
             return
-        t = rt.shadow.local
         try:
-            stack = t.stack
+            t = rt.shadow.local.thread
         except AttributeError:
             t = rt.init_thread()
-            stack = t.stack
+        stack = t.stack
         t.launch_op = None
         if t.in_metadata:  # a launch made by launch_metadata itself: not hooked
             return
@@ -196,8 +196,10 @@ class LaunchHook:
 
     def exit(self, metadata) -> None:
         rt = RUNTIME
-        t = rt.shadow.local
-        op = getattr(t, "launch_op", None)
+        t = getattr(rt.shadow.local, "thread", None)
+        if t is None:
+            return
+        op = t.launch_op
         if op is None:
             return
         t.launch_op = None
@@ -220,18 +222,29 @@ class TritonStackHook:
         self.timeline = timeline
         self.caller_path = caller_path
         self.knobs = None  # the `triton.knobs.runtime` it is installed in
+        self._local = threading.local()  # .marks: the calling thread's marks on `timeline`
+
+    def _marks(self):
+        marks = self._local.marks = self.timeline.log().marks
+        return marks
 
     def enter(self, metadata) -> None:
         clock = RUNTIME.mark_clock
         if clock is not None:
-            marks = self.timeline.log().marks
+            try:
+                marks = self._local.marks
+            except AttributeError:
+                marks = self._marks()
             marks.append(clock())
             marks.append(self.caller_path() + 1)  # frames of Lepton and Triton are folded
 
     def exit(self, metadata) -> None:
         clock = RUNTIME.mark_clock
         if clock is not None:
-            marks = self.timeline.log().marks
+            try:
+                marks = self._local.marks
+            except AttributeError:
+                marks = self._marks()
             marks.append(clock())
             marks.append(0)
 
