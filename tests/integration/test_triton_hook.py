@@ -319,3 +319,36 @@ def test_a_kernels_properties_wrapper_steps_aside_once_they_are_known(knobs, fak
     proton.finalize()
     (node,) = load("aside.hatchet")["children"]
     assert node["metrics"]["count"] == 3 and node["metrics"]["num_warps"] == 4
+
+
+def test_the_only_hook_is_called_without_triton_chain_and_hands_it_back(chained_knobs, fake):
+    """With no other hook in Triton 3.6's chains, Lepton's hooks take the chains' place (Triton calls
+    them straight); another tool adding its hook meanwhile puts the chain back with both in it, and
+    finalize leaves that tool's hook alone."""
+    enter_chain, exit_chain = chained_knobs.launch_enter_hook, chained_knobs.launch_exit_hook
+    proton.start("sole", backend="fake", hook="triton")
+    sole = chained_knobs.launch_enter_hook
+    assert sole is not enter_chain and len(sole.calls) == 1 and chained_knobs.launch_exit_hook is not exit_chain
+    with proton.scope("s"):
+        launch(chained_knobs, fake(), "k", lambda: {"name": "k_named"})
+        seen = []
+        chained_knobs.launch_enter_hook.add(seen.append)  # another tool, as Proton's HookManager adds
+        assert chained_knobs.launch_enter_hook is enter_chain and len(enter_chain.calls) == 2
+        launch(chained_knobs, fake(), "k", lambda: {"name": "k_named"})
+    proton.finalize()
+    assert chained_knobs.launch_enter_hook is enter_chain and enter_chain.calls == [seen.append]
+    assert chained_knobs.launch_exit_hook is exit_chain and exit_chain.calls == []
+    assert len(seen) == 1
+    (s,) = load("sole.hatchet")["children"]
+    assert [(c["frame"]["name"], c["metrics"]["count"]) for c in s["children"]] == [("k_named", 2)]
+
+
+def test_a_hook_already_in_triton_chain_keeps_running(chained_knobs, fake):
+    seen = []
+    chained_knobs.launch_enter_hook.add(seen.append)
+    proton.start("joined", backend="fake", hook="triton")
+    assert chained_knobs.launch_enter_hook.calls[0] == seen.append and len(chained_knobs.launch_enter_hook.calls) == 2
+    launch(chained_knobs, fake(), "k", lambda: {"name": "k_named"})
+    proton.finalize()
+    assert chained_knobs.launch_enter_hook.calls == [seen.append] and len(seen) == 1
+    assert [c["frame"]["name"] for c in load("joined.hatchet")["children"]] == ["k_named"]

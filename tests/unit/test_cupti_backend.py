@@ -638,8 +638,7 @@ def test_python_context_takes_triton_launch_stacks_from_its_hook_not_a_launch_ca
     root, _ = hatchet("pytriton.hatchet")
     (unhooked, n_unhooked), (hooked, n_hooked) = sorted(_kernel_paths(root), key=lambda p: p[1])
     assert (unhooked, n_unhooked) == (("step",), 1)
-    # The stand-in's HookChain is a frame of the tests (Triton's own is folded away with Triton).
-    assert hooked[-3:] == ("triton_from_here", "_triton_launch", "__call__") and n_hooked == 3
+    assert hooked[-2:] == ("triton_from_here", "_triton_launch") and n_hooked == 3
     ((torch_path, n_torch),) = _kernel_paths(root, "_ZN2at6native18elementwise_kernel")
     assert torch_path[-1] == "torch_from_here" and n_torch == 3
 
@@ -666,5 +665,7 @@ def test_python_context_with_the_launch_hook_and_chained_hooks_keeps_the_kernel_
     proton.finalize()
     root, _ = hatchet("pyhookchain.hatchet")
     ((path, count),) = _kernel_paths(root, "add_4096")
+    # Two hooks: Triton's chain calls them (the stand-in chain is a frame of the tests; Triton's
+    # own is folded away with Triton's frames).
     assert path[-3:] == ("launch_here", "_triton_launch", "__call__") and count == 2
     assert _kernel_paths(root, "add_kernel") == []
