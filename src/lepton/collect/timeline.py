@@ -62,7 +62,7 @@ class ThreadLog:
         k = len(taken) & ~1  # a mark copied between its two appends is taken next time
         if k:
             del marks[:k]
-            new = np.array(taken[:k], np.int64)
+            new = np.fromiter(taken, np.int64, k)
             n = k // 2
             start, end = self.mirrored, self.mirrored + n
             if end > len(self.times):
