@@ -1,0 +1,130 @@
+"""Lepton's and Proton's overhead on the overhead benchmark's workload, each configuration alternated
+with no profiler in one process (GPU machine).
+
+`../shared/bench/overhead.py` runs every configuration in its own process. On a shared host the
+processes run at different speeds: bare steps of one script measured 31-69 µs in consecutive
+processes on the H100 machines, which moves a ratio by more than the profilers differ. Here one
+process per tool takes turns: a chunk with no profiler, then a chunk under each configuration
+(`start`, warm-up, the timed chunk, `finalize` outside the timing), for many rounds; each
+configuration's ratio is the median over rounds of its chunk against that round's bare chunk. Lepton
+and Proton cannot share a process (each holds CUPTI's one subscription), so each tool's ratios are
+against its own process's bare steps.
+
+Each step is `overhead.py`'s: 1 Triton kernel (with `launch_metadata`) and 2 torch kernels inside a
+scope.
+
+usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proton]
+        python bench/paired.py --child TOOL ROUNDS CHUNK            (internal)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+CONFIGS = [  # (name, start() keywords), as overhead.py's <context>:<data>:<hook>
+    ("shadow:tree:none", {}),
+    ("shadow:tree:triton", {"hook": "triton"}),
+    ("python:tree:none", {"context": "python"}),
+    ("shadow:trace:none", {"data": "trace"}),
+]
+
+
+def child(tool: str, rounds: int, chunk: int) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    def meta(grid, kernel, args):
+        return {"name": f"add_{args['n']}", "bytes": 12 * args["n"], "flops32": args["n"]}
+
+    @triton.jit(launch_metadata=meta)
+    def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(z + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+    x = torch.randn(4096, device="cuda")
+    y = torch.randn(4096, device="cuda")
+    z = torch.empty_like(x)
+
+    def step():
+        add_kernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+        return (z * 2.0) + 1.0
+
+    if tool == "proton":
+        import triton.profiler as prof
+    else:
+        sys.path.insert(0, SRC)
+        import lepton as prof
+
+    def bare(n):
+        for _ in range(n):
+            step()
+
+    def scoped(n):
+        for _ in range(n):
+            with prof.scope("step"):
+                step()
+
+    def timed(run) -> float:
+        run(50)  # past the switch's transient
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        run(chunk)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / chunk * 1e6
+
+    bare(50)
+    torch.cuda.synchronize()
+    out = tempfile.mkdtemp()
+    per_step: dict[str, list[float]] = {name: [] for name in ["none"] + [c for c, _ in CONFIGS]}
+    for r in range(rounds):
+        per_step["none"].append(timed(bare))
+        for name, kwargs in CONFIGS:
+            prof.start(os.path.join(out, f"{name.replace(':', '_')}_{r}"), **kwargs)
+            per_step[name].append(timed(scoped))
+            prof.finalize()
+    for name, values in per_step.items():
+        print("STEP", name, " ".join(f"{v:.3f}" for v in values), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--chunk", type=int, default=400)
+    ap.add_argument("--tools", default="lepton,proton")
+    ap.add_argument("--child", nargs=3)
+    a = ap.parse_args()
+    if a.child:
+        child(a.child[0], int(a.child[1]), int(a.child[2]))
+        return
+    table: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for tool in a.tools.split(","):
+        p = subprocess.run([sys.executable, __file__, "--child", tool, str(a.rounds), str(a.chunk)],
+                           capture_output=True, text=True, timeout=1200)
+        steps = {line.split()[1]: [float(v) for v in line.split()[2:]]
+                 for line in p.stdout.splitlines() if line.startswith("STEP")}
+        if not steps:
+            print(f"{tool}: failed\n{p.stderr[-1500:]}")
+            continue
+        base = steps.pop("none")
+        table[tool] = {name: (statistics.median(v), statistics.median(v) - statistics.median(base),
+                              statistics.median(s / b for s, b in zip(v, base)))
+                       for name, v in steps.items()}
+        table[tool]["none"] = (statistics.median(base), 0.0, 1.0)
+    print(f"per step, median of {a.rounds} rounds of {a.chunk} steps; ratio: per round, against that "
+          "round's bare chunk")
+    print(f"{'config':22}" + "".join(f" {t + ' µs':>12} {'+µs':>6} {'ratio':>6}" for t in table))
+    for name in ["none"] + [c for c, _ in CONFIGS]:
+        print(f"{name:22}" + "".join(f" {table[t][name][0]:12.2f} {table[t][name][1]:6.2f} "
+                                     f"{table[t][name][2]:6.3f}" for t in table))
+
+
+if __name__ == "__main__":
+    main()
