@@ -55,13 +55,15 @@ class Backend:
                 self._do_flush()
 
     def stop(self) -> None:
+        """Releases the vendor library. Called once no session uses the backend: the sessions
+        were flushed when they were written (or were discarded), so nothing is flushed here (it
+        cost finalize a device synchronize and two CUPTI flushes, ≈2 ms, for nothing)."""
         with self._lock:
             if not self.started:
                 return
             try:
-                self._do_flush()
-            finally:
                 self._do_stop()
+            finally:
                 self.started = False
 
     # -- vendor work --------------------------------------------------------------------------------
