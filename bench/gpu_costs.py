@@ -30,26 +30,9 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
-    import triton
-    import triton.language as tl
+    from workload import overhead_step
 
-    @triton.jit
-    def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(z + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
-
-    x = torch.randn(4096, device="cuda")
-    y = torch.randn(4096, device="cuda")
-    z = torch.empty_like(x)
-
-    def step():
-        add_kernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
-        return (z * 2.0) + 1.0
-
-    for _ in range(50):
-        step()
-    torch.cuda.synchronize()
+    step = overhead_step()
 
     import lepton
     from lepton.collect.cupti import layout

@@ -10,8 +10,7 @@ configuration's ratio is the median over rounds of its chunk against that round'
 and Proton cannot share a process (each holds CUPTI's one subscription), so each tool's ratios are
 against its own process's bare steps.
 
-Each step is `overhead.py`'s: 1 Triton kernel (with `launch_metadata`) and 2 torch kernels inside a
-scope.
+Each step is `overhead.py`'s (`workload.py`), inside a scope.
 
 usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proton]
         python bench/paired.py --child TOOL ROUNDS CHUNK            (internal)
@@ -37,26 +36,9 @@ CONFIGS = [  # (name, start() keywords), as overhead.py's <context>:<data>:<hook
 
 def child(tool: str, rounds: int, chunk: int) -> None:
     import torch
-    import triton
-    import triton.language as tl
+    from workload import overhead_step
 
-    def meta(grid, kernel, args):
-        return {"name": f"add_{args['n']}", "bytes": 12 * args["n"], "flops32": args["n"]}
-
-    @triton.jit(launch_metadata=meta)
-    def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(z + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
-
-    x = torch.randn(4096, device="cuda")
-    y = torch.randn(4096, device="cuda")
-    z = torch.empty_like(x)
-
-    def step():
-        add_kernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
-        return (z * 2.0) + 1.0
-
+    step = overhead_step()
     if tool == "proton":
         import triton.profiler as prof
     else:
@@ -80,8 +62,6 @@ def child(tool: str, rounds: int, chunk: int) -> None:
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) / chunk * 1e6
 
-    bare(50)
-    torch.cuda.synchronize()
     out = tempfile.mkdtemp()
     per_step: dict[str, list[float]] = {name: [] for name in ["none"] + [c for c, _ in CONFIGS]}
     for r in range(rounds):

@@ -19,14 +19,26 @@ import threading
 from collections.abc import Callable
 from numbers import Number
 
-from ..model.metrics import to_python_value
 from ..collect.timeline import ThreadTimelines
+from ..model.metrics import to_python_value
 from ..runtime import RUNTIME
 from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
 _PARSED_MAX = 4096  # launch metadata results remembered (distinct shapes)
+
+
+def _launch_key(top: int, raw_name, values: dict) -> tuple | None:
+    """What a hooked launch is remembered by (`Runtime.hooked_launches`): its scope, kernel and
+    metadata values with their types (True == 1 == 1.0 as dict keys, not as metrics); None when
+    a value cannot be hashed (a list)."""
+    key = (top, raw_name, tuple(values.items()), tuple(map(type, values.values())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _is_metric_value(value) -> bool:
@@ -106,10 +118,10 @@ class LaunchHook:
         finally:
             t.in_metadata = False
         t.state = None
-        try:  # with the types: True == 1 == 1.0 as dict keys, not as metrics
+        try:  # `_launch_key`, inlined
             key = (top, raw_name, tuple(values.items()), tuple(map(type, values.values())))
             known = rt.hooked_launches.get(key)
-        except TypeError:  # an unhashable value (a list)
+        except TypeError:
             key = known = None
         if known is None:
             self._finish_slowly(rt, t, metadata.data, values, None, key)
@@ -140,13 +152,7 @@ class LaunchHook:
             raise
         finally:
             t.in_metadata = False
-        key = None
-        if fast:
-            try:
-                key = (t.stack[-1], raw_name, tuple(values.items()), tuple(map(type, values.values())))
-                hash(key)
-            except TypeError:
-                key = None
+        key = _launch_key(t.stack[-1], raw_name, values) if fast else None
         self._finish_slowly(rt, t, metadata.data, values, previous, key)
 
     def _finish_slowly(self, rt, t, data: dict, values: dict, previous, key) -> None:
@@ -225,29 +231,21 @@ class TritonStackHook:
         self.knobs = None  # the `triton.knobs.runtime` it is installed in
         self._local = threading.local()  # .marks: the calling thread's marks on `timeline`
 
-    def _marks(self):
-        marks = self._local.marks = self.timeline.log().marks
-        return marks
-
     def enter(self, metadata) -> None:
-        clock = RUNTIME.mark_clock
-        if clock is not None:
-            try:
-                marks = self._local.marks
-            except AttributeError:
-                marks = self._marks()
-            marks.append(clock())
-            marks.append(self.caller_path() + 1)  # frames of Lepton and Triton are folded
+        self._mark(self.caller_path() + 1)  # frames of Lepton and Triton are folded
 
     def exit(self, metadata) -> None:
+        self._mark(0)
+
+    def _mark(self, value: int) -> None:
         clock = RUNTIME.mark_clock
         if clock is not None:
             try:
                 marks = self._local.marks
             except AttributeError:
-                marks = self._marks()
+                marks = self._local.marks = self.timeline.log().marks
             marks.append(clock())
-            marks.append(0)
+            marks.append(value)
 
 
 _stack_hook: TritonStackHook | None = None
