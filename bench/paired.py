@@ -8,7 +8,9 @@ process per tool takes turns: a chunk with no profiler, then a chunk under each 
 (`start`, warm-up, the timed chunk, `finalize` outside the timing), for many rounds; each
 configuration's ratio is the median over rounds of its chunk against that round's bare chunk. Lepton
 and Proton cannot share a process (each holds CUPTI's one subscription), so each tool's ratios are
-against its own process's bare steps.
+against its own process's bare steps. The bare steps before the first start are printed too: a tool
+that leaves CUPTI attached after `finalize` makes the later bare chunks slower, and its ratios look
+better than they are.
 
 Each step is `overhead.py`'s (`workload.py`), inside a scope.
 
@@ -63,6 +65,9 @@ def child(tool: str, rounds: int, chunk: int) -> None:
         return (time.perf_counter() - t0) / chunk * 1e6
 
     out = tempfile.mkdtemp()
+    # Bare steps before the first start: a profiler that leaves CUPTI attached after finalize
+    # slows the bare chunks between its sessions, and so flatters its own ratios.
+    print("FRESH", " ".join(f"{timed(bare):.3f}" for _ in range(max(rounds // 4, 3))), flush=True)
     per_step: dict[str, list[float]] = {name: [] for name in ["none"] + [c for c, _ in CONFIGS]}
     for r in range(rounds):
         per_step["none"].append(timed(bare))
@@ -93,7 +98,10 @@ def main() -> None:
         if not steps:
             print(f"{tool}: failed\n{p.stderr[-1500:]}")
             continue
+        fresh = [float(v) for line in p.stdout.splitlines() if line.startswith("FRESH") for v in line.split()[1:]]
         base = steps.pop("none")
+        print(f"{tool}: bare steps {statistics.median(fresh):.2f} µs before its first start, "
+              f"{statistics.median(base):.2f} µs between its sessions")
         table[tool] = {name: (statistics.median(v), statistics.median(v) - statistics.median(base),
                               statistics.median(s / b for s, b in zip(v, base)))
                        for name, v in steps.items()}
