@@ -315,10 +315,11 @@ def _sole_hook(runtime, attr: str, chain, fn):
 
     Triton's C launcher calls the hook object on every launch. A `functools.partial` calls `fn`
     with no Python frame of its own, where `HookChain.__call__` is a Python method that forwards
-    `*args, **kwargs`: measured on the H100, in the launch loop, a no-op hook through the chain
-    cost 3-4 µs more per Triton launch (enter and exit) than the same hook called directly. It
-    answers the chain's `add`, `remove` and `calls`: another tool's `add` puts the chain back,
-    with `fn` and its hook in it."""
+    `*args, **kwargs`. Measured on the H100 in the launch loop (one process, 24 rounds): a no-op
+    enter and exit hook through the chains cost 4.4 µs per step, while a hook that evaluates the
+    launch metadata, set in the slots directly, cost nothing measurable. It answers the chain's
+    `add`, `remove` and `calls`: another tool's `add` puts the chain back, with `fn` and its hook
+    in it."""
     sole = functools.partial(fn)
     sole.calls = [fn]
     sole.reversed = getattr(chain, "reversed", False)
