@@ -79,8 +79,8 @@ class LaunchHook:
 
     def enter(self, metadata) -> None:
         # Runs on every hooked launch. A launch repeated under the same scope with the same metadata
-        # values takes the fast path: two marks and a counter, no further call. (Measured on the
-        # H100, in the launch loop, Python run here costs about three times its cost alone.)
+        # values takes the fast path: two marks and a counter, no further call (22 Python calls
+        # per hooked launch instead of 44).
         rt = RUNTIME
         if not rt.active:
             return
