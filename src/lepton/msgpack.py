@@ -256,6 +256,8 @@ def decoder(buf: bytes) -> Callable[[int], tuple[Any, int]]:
                 pos = start + (tag & 0x1F)
                 if pos > end:
                     raise _Truncated
+                # `text(start, pos)` inlined: map keys are most strings of a profile, and the
+                # call made decoding a 30 MB profile ~5% slower (2.87 vs 2.72 s, median of 5).
                 raw = buf[start:pos]
                 key = strings.get(raw)
                 if key is None:
