@@ -29,11 +29,12 @@ _RESERVED_KEYS = frozenset({"name", "function", "stream"})
 _PARSED_MAX = 4096  # launch metadata results remembered (distinct shapes)
 
 
-def _launch_key(top: int, raw_name, values: dict) -> tuple | None:
-    """What a hooked launch is remembered by (`Runtime.hooked_launches`): its scope, kernel and
-    metadata values with their types (True == 1 == 1.0 as dict keys, not as metrics); None when
-    a value cannot be hashed (a list)."""
-    key = (top, raw_name, tuple(values.items()), tuple(map(type, values.values())))
+def _metadata_key(raw_name, values: dict) -> tuple | None:
+    """What parsed launch metadata is remembered by: the kernel and the metadata values with their
+    types (True == 1 == 1.0 as dict keys, not as metrics); None when a value cannot be hashed (a
+    list). A hooked launch is remembered by its scope path followed by this
+    (`Runtime.hooked_launches`)."""
+    key = (raw_name, tuple(values.items()), tuple(map(type, values.values())))
     try:
         hash(key)
     except TypeError:
@@ -118,13 +119,13 @@ class LaunchHook:
         finally:
             t.in_metadata = False
         t.state = None
-        try:  # `_launch_key`, inlined
+        try:  # (top,) + `_metadata_key(raw_name, values)`, inlined
             key = (top, raw_name, tuple(values.items()), tuple(map(type, values.values())))
             known = rt.hooked_launches.get(key)
         except TypeError:
             key = known = None
         if known is None:
-            self._finish_slowly(rt, t, metadata.data, values, None, key)
+            self._finish_slowly(rt, t, metadata.data, values, None, key and key[1:], top)
             return
         op, counted = known
         if clock is not None:
@@ -152,15 +153,17 @@ class LaunchHook:
             raise
         finally:
             t.in_metadata = False
-        key = _launch_key(t.stack[-1], raw_name, values) if fast else None
-        self._finish_slowly(rt, t, metadata.data, values, previous, key)
+        self._finish_slowly(rt, t, metadata.data, values, previous, _metadata_key(raw_name, values),
+                            t.stack[-1] if fast else None)
 
-    def _finish_slowly(self, rt, t, data: dict, values: dict, previous, key) -> None:
-        """From the metadata `values` to the launch's op; remembers it under `key` for the fast
-        path when the values are plain (numbers and strings)."""
+    def _finish_slowly(self, rt, t, data: dict, values: dict, previous, key: tuple | None,
+                       top: int | None) -> None:
+        """From the metadata `values` (remembered by `key`, see `_metadata_key`) to the launch's
+        op; remembers the launch for the fast path under scope path `top` (None: not on the fast
+        path) when the values are plain (numbers and strings)."""
         raw_name = data.get("name")
         try:
-            name, metrics, plain = self._name_and_metrics(raw_name, values)
+            name, metrics, plain = self._name_and_metrics(raw_name, values, key)
             if self._filtering and name != raw_name and not self._wanted(name):
                 rt.exit_transient_state(previous)
                 return
@@ -169,18 +172,15 @@ class LaunchHook:
             rt.exit_transient_state(previous)
             raise
         op = t.launch_op = rt.op_after_transient_state(previous, name, metrics, props)
-        if plain and key is not None and len(rt.hooked_launches) < _PARSED_MAX:
-            rt.hooked_launches[key] = (op, (op, metrics) if metrics else None)
+        if plain and key is not None and top is not None and len(rt.hooked_launches) < _PARSED_MAX:
+            rt.hooked_launches[(top, *key)] = (op, (op, metrics) if metrics else None)
 
-    def _name_and_metrics(self, raw_name, values: dict) -> tuple[str, tuple, bool]:
+    def _name_and_metrics(self, raw_name, values: dict, key: tuple | None) -> tuple[str, tuple, bool]:
         """The launch's node name, its metrics `((name, value), ...)` from what `launch_metadata`
         returned, and whether the values were plain numbers and strings (then the result is
-        remembered: a launch loop usually repeats a few shapes)."""
-        try:  # with the types: True == 1 == 1.0 as dict keys, not as metrics
-            key = (raw_name, tuple(values.items()), tuple(map(type, values.values())))
-            known = self._parsed.get(key)
-        except TypeError:  # an unhashable value (a list)
-            key = known = None
+        remembered under `key`, `_metadata_key(raw_name, values)`: a launch loop usually repeats
+        a few shapes)."""
+        known = self._parsed.get(key) if key is not None else None
         if known is not None:
             return known
         plain = True
