@@ -3,8 +3,8 @@
 `FakeBackend` attributes kernels as the CUPTI backend does: `launch()` records the launching thread
 and the time on the time line's clock, and each kernel's path is looked up on the threads' time
 lines when it is delivered. Kernels are queued like activity records and delivered as one
-`KernelBatch` per `flush()`, through the same `KernelSink.ingest` a real backend uses. `emit()` hands over pre-built batches
-(benchmarks: a million kernels).
+`KernelBatch` per `flush()`, through the same `KernelSink.ingest` a real backend uses. `emit()`
+hands over pre-built batches (benchmarks: a million kernels).
 """
 from __future__ import annotations
 

@@ -18,8 +18,9 @@ records of the launch calls, and only theirs, are turned on:
 Measured on the H200 after CUDA init, per step of 1 Triton + 2 torch launches (≈39 µs bare; states
 alternated in one process, median of 5): kernel records +3.5 µs, the DRIVER kind (masked) +2.5,
 the RUNTIME kind (masked) +1.2. On the H100 (≈45 µs bare, `bench/gpu_costs.py`'s method, 24
-rounds): kernel records +1.5 µs, with the masked API records +5.3 µs, with the scope +5.4 µs. Pushing CUPTI external correlation ids instead of the time line
-cost 2.3-2.7 µs per scope (ext records and the push/pop calls), the time line 0.3-0.4 µs.
+rounds): kernel records +1.5 µs, with the masked API records +5.3 µs, with the scope +5.4 µs.
+Pushing CUPTI external correlation ids instead of the time line cost 2.3-2.7 µs per scope (ext
+records and the push/pop calls), the time line 0.3-0.4 µs.
 
 Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
 complete, on CUPTI's buffer thread, and at every flush: never per launch.
@@ -249,17 +250,15 @@ class CuptiBackend(Backend):
     def _do_flush(self) -> None:
         if self.collector is None:
             return
-        timeline = self.sink.timeline
-        flush_start = timeline.clock()
+        flush_start = self.sink.timeline.clock()
         self.driver.synchronize_all()  # kernels still running get their records too
         self.cupti.flush_all(forced=False)
         self.cupti.flush_all(forced=True)  # also the partly filled buffers
         self._report_dropped()
         self.collector.process(flush=True)
         _recycle(self.collector.take_parsed_buffers())
-        timeline.forget_before(flush_start)  # every launch before it has been attributed
-        if self._triton_stacks is not None:
-            self._triton_stacks.forget_before(flush_start)
+        for timeline in self._time_lines():
+            timeline.forget_before(flush_start)  # every launch before it has been attributed
 
     def _do_stop(self) -> None:
         try:
@@ -324,10 +323,8 @@ class CuptiBackend(Backend):
             # come in (its records arrive in order; other threads' may lag behind).
             window = MARKS_KEPT_NS / collector.clock.scale  # in CUPTI's units (ticks after Kineto)
             horizons = {tid: int(t - window) for tid, t in collector.latest_launch.items()}
-            self.sink.timeline.forget_before_each(horizons)
-            triton_stacks = self._triton_stacks
-            if triton_stacks is not None:
-                triton_stacks.forget_before_each(horizons)
+            for timeline in self._time_lines():
+                timeline.forget_before_each(horizons)
 
     def _report_dropped(self) -> None:
         """Called from CUPTI's buffer thread and from flush."""
@@ -383,6 +380,12 @@ class CuptiBackend(Backend):
         if self.collector is not None:
             self.collector.hooked_stacks_at = self._hooked_stacks_at()
         self.python_context = on
+
+    def _time_lines(self) -> list[ThreadTimelines]:
+        """The time lines launches are looked up on: the scope marks, and the stacks Triton's
+        launch hook marks in the python context."""
+        triton_stacks = self._triton_stacks
+        return [self.sink.timeline] if triton_stacks is None else [self.sink.timeline, triton_stacks]
 
     def _hooked_stacks_at(self):
         return self._triton_stacks.paths_at if self._triton_stacks is not None else None
