@@ -30,7 +30,7 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
-    from workload import overhead_step
+    from workload import overhead_step, step_loops
 
     step = overhead_step()
 
@@ -56,14 +56,7 @@ def main() -> None:
             cupti.enable_runtime_api(cbid, False)
         RUNTIME.mark_clock = mark_clock if marks else None
 
-    def bare(n):
-        for _ in range(n):
-            step()
-
-    def scoped(n):
-        for _ in range(n):
-            with lepton.scope("step"):
-                step()
+    bare, scoped = step_loops(step, lepton.scope)
 
     launch_records = ("kernel", "driver", "runtime")
     states = {

@@ -38,7 +38,7 @@ CONFIGS = [  # (name, start() keywords), as overhead.py's <context>:<data>:<hook
 
 def child(tool: str, rounds: int, chunk: int) -> None:
     import torch
-    from workload import overhead_step
+    from workload import overhead_step, step_loops
 
     step = overhead_step()
     if tool == "proton":
@@ -47,14 +47,7 @@ def child(tool: str, rounds: int, chunk: int) -> None:
         sys.path.insert(0, SRC)
         import lepton as prof
 
-    def bare(n):
-        for _ in range(n):
-            step()
-
-    def scoped(n):
-        for _ in range(n):
-            with prof.scope("step"):
-                step()
+    bare, scoped = step_loops(step, prof.scope)
 
     def timed(run) -> float:
         run(50)  # past the switch's transient

@@ -33,3 +33,18 @@ def overhead_step() -> Callable[[], object]:
         step()
     torch.cuda.synchronize()
     return step
+
+
+def step_loops(step: Callable[[], object], scope) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """`(bare, scoped)`: loops of `n` steps, the second with each step inside `scope("step")`."""
+
+    def bare(n: int) -> None:
+        for _ in range(n):
+            step()
+
+    def scoped(n: int) -> None:
+        for _ in range(n):
+            with scope("step"):
+                step()
+
+    return bare, scoped
