@@ -404,6 +404,39 @@ def test_torch_profiler_sees_kernels_after_lepton_finalized(tmp_path):
     assert kernels_under(flat, ("mine",)) == {"add_kernel": 1}
 
 
+def test_sessions_after_cupti_was_detached_count_every_kernel(tmp_path):
+    """finalize detaches CUPTI (cuptiFinalize); the next start attaches it again. A graph captured
+    in the first session is replayed in the second and third."""
+    run(tmp_path, """
+        x, y, z = tensors()
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        for k in range(3):
+            proton.start(f"prof{k}")
+            if k == 0:
+                with torch.cuda.stream(s):
+                    add(x, y, z)
+                    with torch.cuda.graph(g):
+                        with proton.scope("captured"):
+                            add(x, y, z)
+                            z.mul_(2)
+                torch.cuda.synchronize()
+            with proton.scope(f"eager{k}"):
+                for _ in range(k + 2):
+                    add(x, y, z)
+                    z.mul_(2)
+            with proton.scope("replay"):
+                g.replay()
+            proton.finalize()
+        result()
+        """)
+    for k in range(3):
+        flat, _ = tree(tmp_path / f"prof{k}.hatchet")
+        assert split_counts(kernels_under(flat, (f"eager{k}",))) == (k + 2, k + 2)
+        assert kernels_under(flat, ("replay",)) == {}, (k, list(flat))
+        assert split_counts(kernels_under(flat, ("replay", "<captured_at>", "captured"))) == (1, 1)
+
+
 def test_kernel_times_match_cuda_events_within_2_percent(tmp_path):
     """Kernels of ≈1-3 ms (a cuBLAS matmul and a Triton kernel), each timed by a pair of CUDA events
     recorded around it on its stream."""

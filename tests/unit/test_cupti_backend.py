@@ -37,6 +37,7 @@ class FakeCupti:
         self.tsc = tsc  # timestamps from a foreign source (torch.profiler's TSC): 3 ticks per ns
         self.thread_ids = 0
         self.subscribed = False
+        self.detached = 0
         self.enabled: set[int] = set()
         self.api_switches: dict[tuple[str, int], bool] = {}
         self.callbacks: dict[tuple[int, int], bool] = {}
@@ -56,6 +57,10 @@ class FakeCupti:
 
     def unsubscribe(self, handle):
         self.subscribed = False
+
+    def detach(self):
+        assert not self.subscribed, "cuptiFinalize with a subscriber still in place"
+        self.detached += 1
 
     def enable_callback(self, enable, handle, domain, cbid):
         self.callbacks[(domain, cbid)] = enable
@@ -214,6 +219,7 @@ def test_kernels_land_under_the_scopes_active_at_their_launch(fake_cupti):
                                       "memory_clock_rate": 2_619_000, "num_sms": 132}}}
     assert fake_cupti["driver"].synchronized >= 1  # finalize waited for the GPU
     assert not cupti.subscribed and not cupti.enabled and cupti.zeroed_attr == 0
+    assert cupti.detached == 1  # CUPTI left the process: later launches run uninstrumented
 
 
 def test_kernels_from_many_threads_land_under_each_threads_own_scope(fake_cupti):
@@ -331,6 +337,15 @@ def test_after_a_finished_torch_profiler_session_kernels_are_collected_without_t
     proton.finalize()
     root, _ = hatchet("prof.hatchet")
     assert child(child(root, "a"), "add_kernel")["metrics"]["count"] == 1
+    assert fake_cupti["cupti"].detached == 0  # CUPTI is torch.profiler's: left attached for it
+
+
+def test_a_refused_start_leaves_cupti_as_it_found_it(fake_cupti, monkeypatch):
+    monkeypatch.setattr(cupti_backend, "_idle_torch_profiler_holds_cupti", lambda: False)
+    fake_cupti["busy"] = True
+    with pytest.raises(proton.BackendError):
+        proton.start("refused", backend="cupti")
+    assert fake_cupti["cupti"].detached == 0  # not ours to detach
 
 
 class _GraphData(ctypes.Structure):  # CUpti_GraphData, as layout.GraphData reads it

@@ -63,6 +63,12 @@ MARKS_KEPT_NS = 10_000_000_000
 # being profiled rather than in start().
 _RESIDENT_AT_START = 1
 
+# CUPTI is detached (`cuptiFinalize`) once Lepton no longer uses it, as Proton's doStop does:
+# unsubscribed but attached, CUPTI's launch instrumentation stays in every later launch. Only when
+# Lepton held the subscription (never under a torch.profiler that keeps it). False for benchmarks
+# that measure what staying attached costs.
+DETACH_AT_STOP = True
+
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
 # are process-wide, so the capture map is too.
 GRAPH_NODES = GraphNodePaths()
@@ -303,6 +309,8 @@ class CuptiBackend(Backend):
         if self._subscriber is not None:
             try:
                 self.cupti.unsubscribe(self._subscriber)
+                if DETACH_AT_STOP:
+                    self.cupti.detach()
             finally:
                 self._subscriber = None
 

@@ -48,6 +48,7 @@ class Cupti:
             "cuptiGetResultString": (c_int, [c_int, POINTER(ctypes.c_char_p)]),
             "cuptiSubscribe": (c_int, [POINTER(c_void_p), CallbackFunc, c_void_p]),
             "cuptiUnsubscribe": (c_int, [c_void_p]),
+            "cuptiFinalize": (c_int, []),
             "cuptiEnableCallback": (c_int, [c_uint32, c_void_p, c_int, c_uint32]),
             "cuptiActivityRegisterCallbacks": (c_int, [BufferRequestedFunc, BufferCompletedFunc]),
             "cuptiActivityEnable": (c_int, [c_int]),
@@ -107,6 +108,11 @@ class Cupti:
 
     def unsubscribe(self, handle: int) -> None:
         self.check(self.lib.cuptiUnsubscribe(handle), "cuptiUnsubscribe")
+
+    def detach(self) -> None:
+        """`cuptiFinalize`: CUPTI leaves the process (its launch instrumentation too); the next
+        CUPTI call attaches it again."""
+        self.check(self.lib.cuptiFinalize(), "cuptiFinalize")
 
     def enable_callback(self, enable: bool, handle: int, domain: int, cbid: int) -> None:
         self.check(self.lib.cuptiEnableCallback(int(enable), handle, domain, cbid),
