@@ -21,10 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from lepton.collect import timeline
 from lepton.collect.cupti import synthetic
+from lepton.collect.cupti.backend import BUFFER_BYTES  # what the backend hands CUPTI
 from lepton.collect.cupti.clock import ClockMap
 from lepton.collect.cupti.collector import Collector
 
-BUFFER_BYTES = 8 << 20  # what the backend hands CUPTI
 KERNEL_NAMES = ["add_kernel", "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE",
                 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_"]
 

@@ -5,9 +5,12 @@ A profiler that unsubscribes from CUPTI but leaves it attached keeps CUPTI's lau
 instrumentation in every later launch of the process; its later bare steps are slower than the
 earlier ones. Tools: `lepton`, `lepton-attached` (Lepton with `cuptiFinalize` skipped, as before
 it detached), `proton`, `none` (no session between the chunks: the process's own drift).
+Each tool's process runs one session of each kind in `--sessions` (overhead.py's configurations:
+shadow, hook, python, trace), with bare chunks before the first and after each.
 
-usage:  python bench/residual.py [--tools lepton,lepton-attached,proton,none] [--chunks 12] [--chunk 400]
-        python bench/residual.py --child TOOL CHUNKS CHUNK            (internal)
+usage:  python bench/residual.py [--tools lepton,lepton-attached,proton,none] [--sessions shadow]
+                                 [--chunks 12] [--chunk 400]
+        python bench/residual.py --child TOOL SESSIONS CHUNKS CHUNK            (internal)
 """
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ import tempfile
 import time
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+SESSIONS = {"shadow": {}, "hook": {"hook": "triton"}, "python": {"context": "python"},
+            "trace": {"data": "trace"}}
 
 
-def child(tool: str, chunks: int, chunk: int) -> None:
+def child(tool: str, sessions: list[str], chunks: int, chunk: int) -> None:
     import torch
     from workload import overhead_step, step_loops
 
@@ -45,38 +50,40 @@ def child(tool: str, chunks: int, chunk: int) -> None:
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) / chunk * 1e6
 
-    before = [timed(bare) for _ in range(chunks)]
-    if prof is not None:
-        prof.start(os.path.join(tempfile.mkdtemp(), "residual"))
-        scoped(2000)
-        prof.finalize()
-    after = [timed(bare) for _ in range(chunks)]
-    print("BEFORE", " ".join(f"{v:.2f}" for v in before), flush=True)
-    print("AFTER", " ".join(f"{v:.2f}" for v in after), flush=True)
+    print("BARE before", " ".join(f"{timed(bare):.2f}" for _ in range(chunks)), flush=True)
+    for name in sessions:
+        if prof is not None:
+            prof.start(os.path.join(tempfile.mkdtemp(), "residual"), **SESSIONS[name])
+            scoped(2000)
+            prof.finalize()
+        print(f"BARE after_{name}", " ".join(f"{timed(bare):.2f}" for _ in range(chunks)), flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tools", default="lepton,lepton-attached,proton,none")
+    ap.add_argument("--sessions", default="shadow")
     ap.add_argument("--chunks", type=int, default=12)
     ap.add_argument("--chunk", type=int, default=400)
-    ap.add_argument("--child", nargs=3)
+    ap.add_argument("--child", nargs=4)
     a = ap.parse_args()
     if a.child:
-        child(a.child[0], int(a.child[1]), int(a.child[2]))
+        child(a.child[0], a.child[1].split(","), int(a.child[2]), int(a.child[3]))
         return
-    print(f"{'tool':16} {'before µs':>10} {'after µs':>10} {'after/before':>13}")
+    stages = ["before"] + [f"after_{s}" for s in a.sessions.split(",")]
+    print("bare µs per step (median of the chunks) before the first session and after each; "
+          "in brackets: against before")
+    print(f"{'tool':16}" + "".join(f" {s:>22}" for s in stages))
     for tool in a.tools.split(","):
-        p = subprocess.run([sys.executable, __file__, "--child", tool, str(a.chunks), str(a.chunk)],
-                           capture_output=True, text=True, timeout=600,
-                           cwd=os.path.dirname(os.path.abspath(__file__)))
-        rows = {line.split()[0]: [float(v) for v in line.split()[1:]]
-                for line in p.stdout.splitlines() if line.startswith(("BEFORE", "AFTER"))}
-        if len(rows) != 2:
+        p = subprocess.run([sys.executable, __file__, "--child", tool, a.sessions, str(a.chunks), str(a.chunk)],
+                           capture_output=True, text=True, timeout=600)
+        rows = {line.split()[1]: statistics.median(float(v) for v in line.split()[2:])
+                for line in p.stdout.splitlines() if line.startswith("BARE")}
+        if set(rows) != set(stages):
             print(f"{tool}: failed\n{p.stderr[-1500:]}")
             continue
-        b, f = statistics.median(rows["BEFORE"]), statistics.median(rows["AFTER"])
-        print(f"{tool:16} {b:10.2f} {f:10.2f} {f / b:13.3f}", flush=True)
+        print(f"{tool:16}" + "".join(f" {rows[s]:13.2f} ({rows[s] / rows['before']:5.3f})" for s in stages),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -397,9 +397,12 @@ def test_torch_profiler_sees_kernels_after_lepton_finalized(tmp_path):
                 z.mul_(2)
             torch.cuda.synchronize()
         cuda = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        result(cuda_events=len(cuda), names=sorted({e.name for e in cuda})[:5])
+        api = sorted({e.name for e in prof.events() if e.name.startswith("cuda")})
+        result(cuda_events=len(cuda), names=sorted({e.name for e in cuda})[:5], api=api)
         """)
     assert out["cuda_events"] >= 8, out
+    # The runtime API records Lepton switched off (all but the launches) are back on for it.
+    assert "cudaDeviceSynchronize" in out["api"], out["api"]
     flat, _ = tree(tmp_path / "prof.hatchet")
     assert kernels_under(flat, ("mine",)) == {"add_kernel": 1}
 

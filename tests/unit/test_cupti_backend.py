@@ -61,6 +61,9 @@ class FakeCupti:
     def detach(self):
         assert not self.subscribed, "cuptiFinalize with a subscriber still in place"
         self.detached += 1
+        self.api_switches.clear()  # CUPTI's defaults again, as after cuptiFinalize
+        self.enabled.clear()
+        self.callbacks.clear()
 
     def enable_callback(self, enable, handle, domain, cbid):
         self.callbacks[(domain, cbid)] = enable
@@ -268,7 +271,11 @@ def test_with_a_foreign_timestamp_source_kernels_still_land_in_their_scopes_in_n
     assert cupti.thread_ids == 0  # the thread id type is restored for the next client
 
 
-def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti):
+@pytest.mark.parametrize("detach", [True, False])
+def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti, monkeypatch, detach):
+    """Either CUPTI is detached at the end (which resets every switch) or the switches are put
+    back as they were, for the next CUPTI client."""
+    monkeypatch.setattr(cupti_backend, "DETACH_AT_STOP", detach)
     fake_cupti["initialized"] = False
     proton.start("early", backend="cupti")
     backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
@@ -276,7 +283,8 @@ def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(f
     assert all(cupti.api_switches[("driver", c)] for c in layout.DRIVER_LAUNCH_CBIDS)
     assert layout.KIND_DRIVER not in cupti.enabled
     proton.finalize()
-    assert not any(cupti.api_switches.values())  # switched back off
+    assert not any(cupti.api_switches.values())  # switched back off, or reset
+    assert cupti.detached == int(detach)
 
     fake_cupti["initialized"] = True
     proton.start("late", backend="cupti")
@@ -284,8 +292,13 @@ def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(f
     assert backend.api_records == "masked"
     assert {layout.KIND_DRIVER, layout.KIND_RUNTIME} <= cupti.enabled
     assert cupti.api_switches[("driver", 1)] is False and ("driver", 307) not in cupti.api_switches
+    switched = len(cupti.api_switches)
     proton.finalize()
-    assert cupti.api_switches[("driver", 1)] is True  # restored for the next CUPTI client
+    if detach:
+        assert cupti.detached == 1 and cupti.api_switches == {}
+    else:
+        assert cupti.api_switches[("driver", 1)] is True  # restored for the next CUPTI client
+        assert len(cupti.api_switches) == switched
 
 
 def test_dropped_records_are_reported_and_kept_in_the_profile(fake_cupti, capsys):
@@ -463,7 +476,7 @@ def test_start_leaves_a_resident_zeroed_buffer_for_cupti(fake_cupti, monkeypatch
     proton.start("prof", backend="cupti")
     pool = list(cupti_backend._Shared.pool)
     proton.finalize()
-    assert len(pool) >= cupti_backend._RESIDENT_AT_START
+    assert len(pool) * cupti_backend.BUFFER_BYTES >= cupti_backend._RESIDENT_AT_START_BYTES
     assert all(b.nbytes == cupti_backend.BUFFER_BYTES and not b.any() for b in pool)
 
 
