@@ -28,3 +28,48 @@ def test_core_bench_prints_scope_aggregate_and_parse_numbers(tmp_path, monkeypat
     core.main()
     keys = [line.split("=")[0] for line in capsys.readouterr().out.split()]
     assert keys == ["scope_us", "aggregate_1m_s", "parse_1m_s"]
+
+
+FAKE_OVERHEAD = '''
+import sys
+CONFIGS = [
+    "none",
+    "proton:shadow:tree:none", "lepton:shadow:tree:none",
+    "lepton:python:tree:none",
+]
+LOOP = {"none": 0.5, "proton:shadow:tree:none": 0.75, "lepton:shadow:tree:none": 0.6}
+if sys.argv[1] == "--child":
+    mode = sys.argv[2]
+    if mode not in LOOP:
+        sys.exit("no GPU for " + mode)
+    print(f"RESULT {mode} start=0.0400 loop={LOOP[mode]:.4f} finalize=0.0125 total=1 bytes=2420")
+'''
+
+
+def test_overhead_detail_runs_overhead_children_and_adds_start_finalize_and_per_process_columns(tmp_path):
+    """overhead.py's children stood in for by a script answering `--child` as they do."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / "overhead.py"
+    fake.write_text(FAKE_OVERHEAD)
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "overhead_detail.py"), "--overhead", str(fake),
+                        "--reps", "2", "--extra", "lepton8:shadow:tree:none"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines() if line.strip()}
+    assert rows["lepton:shadow:tree:none"][1:6] == ["0.6000", "1.20", "40.0", "12.5", "2420"]
+    assert rows["lepton:shadow:tree:none"][6:] == ["1.20", "1.20"]  # each process's ratio
+    assert rows["proton:shadow:tree:none"][2] == "1.50"
+    assert rows["lepton:python:tree:none"][1:] == ["failed"]  # its children printed no RESULT
+    assert rows["lepton8:shadow:tree:none"][1:] == ["failed"]  # the extra config ran too
+    assert p.stdout.count("FAILED lepton:python:tree:none: no GPU for lepton:python:tree:none") == 2
+
+
+def test_overhead_detail_says_where_overhead_py_is_missing(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "overhead_detail.py"), "--overhead",
+                        str(tmp_path / "nowhere.py")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "no overhead.py at" in p.stderr
