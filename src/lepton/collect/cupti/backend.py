@@ -18,11 +18,13 @@ records of the launch calls, and only theirs, are turned on:
 Measured on the H200 after CUDA init, per step of 1 Triton + 2 torch launches (≈39 µs bare; states
 alternated in one process, median of 5): kernel records +3.5 µs, the DRIVER kind (masked) +2.5,
 the RUNTIME kind (masked) +1.2. On the H100 (≈45 µs bare, `bench/gpu_costs.py`'s method, 24
-rounds): kernel records +1.5 µs, with the masked API records +5.3 µs, with the scope +5.4 µs.
+rounds): kernel records +1.5 µs, with the masked API records +5.3 µs, with the scope +5.4 µs;
+on another H100 host (≈54 µs bare, 20 rounds): kernel records +5.2 µs, masked API records +11.5,
+the scope within the noise.
 Pushing CUPTI external correlation ids instead of the time line cost 2.3-2.7 µs per scope (ext
 records and the push/pop calls), the time line 0.3-0.4 µs.
 
-Buffers are 8 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
+Buffers are 2 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
 complete, on CUPTI's buffer thread, and at every flush: never per launch.
 """
 from __future__ import annotations
@@ -51,9 +53,10 @@ from .graphs import GraphNodePaths
 # ≈8k launches (API 40 B + kernel 216 B each) per buffer. Parsed on CUPTI's thread as each one
 # completes, so that finalize only has the last, partly filled one left (the parse runs mostly
 # inside numpy calls, which release the GIL, while the launching thread keeps launching). With
-# 8 MiB buffers a 30k-launch run never completed one and finalize parsed it all: overhead.py's
-# shadow finalize took 36.1 ms (8 MiB) and 10.7 ms (2 MiB), loop ratio 1.61 and 1.52, Proton
-# 33.5 ms and 1.49 (H100, medians of 14 processes each, interleaved).
+# 8 MiB buffers a 30k-launch run never completed one and finalize parsed it all. overhead.py's
+# shadow config on the H100, both sizes interleaved in two runs (14 and 5 processes each):
+# finalize 36.1 and 36.2 ms (8 MiB), 10.7 and 12.4 ms (2 MiB), Proton 33.5 and 43.1 ms; the loop
+# ratio is the same (medians of the 19 processes: 1.57 with 8 MiB, 1.55 with 2 MiB).
 BUFFER_BYTES = 2 << 20
 PROCESS_AT_BYTES = BUFFER_BYTES // 2
 _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
