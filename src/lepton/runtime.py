@@ -463,10 +463,17 @@ class Runtime:
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
-        t = self.shadow.thread()
-        eff = self.shadow.effective(t, pid)
+        # On every traced scope's exit: the thread state read directly and one event shared by the
+        # trace sessions (events are never changed once made).
+        shadow = self.shadow
+        try:
+            t = shadow.local.thread
+        except AttributeError:
+            t = shadow.thread()
+        event = ScopeEvent(pid if t.state is None else shadow.effective(t, pid), start_ns, end_ns, t.lane,
+                           scope_id, metrics)
         for s in self.tracing:
-            s.add_scope_event(ScopeEvent(eff, start_ns, end_ns, t.lane, scope_id, metrics))
+            s.add_scope_event(event)
 
     # -- states ----------------------------------------------------------------------------------------
     def set_state(self, names: tuple[str, ...] | None) -> None:
