@@ -294,7 +294,7 @@ class CuptiBackend(Backend):
         finalize (a cProfile of finalize on the H100)."""
         cupti, how, (off_drv, off_rt) = self.cupti, self.api_records, self._masked
         self._masked, self.api_records = ([], []), ""
-        if DETACH_AT_STOP and self._subscriber is not None:
+        if self._detaches():
             return
         if how == "per-cbid":
             for cbid in layout.DRIVER_LAUNCH_CBIDS:
@@ -307,6 +307,10 @@ class CuptiBackend(Backend):
             for cbid in off_rt:
                 cupti.enable_runtime_api(cbid, True)
 
+    def _detaches(self) -> bool:
+        """Whether `_release` detaches CUPTI: only a subscription Lepton held (`DETACH_AT_STOP`)."""
+        return DETACH_AT_STOP and self._subscriber is not None
+
     def _release(self) -> None:
         _Shared.backend = None
         self.python_context = False  # its callbacks go with the subscription
@@ -316,9 +320,10 @@ class CuptiBackend(Backend):
             self.cupti.set_thread_id_type(self._thread_id_type)
             self._thread_id_type = None
         if self._subscriber is not None:
+            detach = self._detaches()
             try:
                 self.cupti.unsubscribe(self._subscriber)
-                if DETACH_AT_STOP:
+                if detach:
                     self.cupti.detach()
             finally:
                 self._subscriber = None
