@@ -463,15 +463,9 @@ class Runtime:
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
-        # On every traced scope's exit: the thread state read directly and one event shared by the
-        # trace sessions (events are never changed once made).
-        shadow = self.shadow
-        try:
-            t = shadow.local.thread
-        except AttributeError:
-            t = shadow.thread()
-        event = ScopeEvent(pid if t.state is None else shadow.effective(t, pid), start_ns, end_ns, t.lane,
-                           scope_id, metrics)
+        t = self.shadow.thread()
+        # One event shared by the trace sessions: events are never changed once made.
+        event = ScopeEvent(self.shadow.effective(t, pid), start_ns, end_ns, t.lane, scope_id, metrics)
         for s in self.tracing:
             s.add_scope_event(event)
 
