@@ -20,12 +20,12 @@ usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proto
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 CONFIGS = [  # (name, start() keywords), as overhead.py's <context>:<data>:<hook>
@@ -37,8 +37,7 @@ CONFIGS = [  # (name, start() keywords), as overhead.py's <context>:<data>:<hook
 
 
 def child(tool: str, rounds: int, chunk: int) -> None:
-    import torch
-    from workload import overhead_step, step_loops
+    from workload import overhead_step, per_step_us, step_loops
 
     step = overhead_step()
     if tool == "proton":
@@ -49,13 +48,7 @@ def child(tool: str, rounds: int, chunk: int) -> None:
 
     bare, scoped = step_loops(step, prof.scope)
 
-    def timed(run) -> float:
-        run(50)  # past the switch's transient
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        run(chunk)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / chunk * 1e6
+    timed = functools.partial(per_step_us, chunk=chunk)
 
     out = tempfile.mkdtemp()
     # Bare steps before the first start: a profiler that leaves CUPTI attached after finalize

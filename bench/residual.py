@@ -15,12 +15,12 @@ usage:  python bench/residual.py [--tools lepton,lepton-attached,proton,none] [-
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 SESSIONS = {"shadow": {}, "hook": {"hook": "triton"}, "python": {"context": "python"},
@@ -28,8 +28,7 @@ SESSIONS = {"shadow": {}, "hook": {"hook": "triton"}, "python": {"context": "pyt
 
 
 def child(tool: str, sessions: list[str], chunks: int, chunk: int) -> None:
-    import torch
-    from workload import overhead_step, step_loops
+    from workload import overhead_step, per_step_us, step_loops
 
     step = overhead_step()
     prof = None
@@ -42,13 +41,7 @@ def child(tool: str, sessions: list[str], chunks: int, chunk: int) -> None:
         backend.DETACH_AT_STOP = tool == "lepton"
     bare, scoped = step_loops(step, prof.scope if prof else None)
 
-    def timed(run) -> float:
-        run(50)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        run(chunk)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / chunk * 1e6
+    timed = functools.partial(per_step_us, chunk=chunk)
 
     print("BARE before", " ".join(f"{timed(bare):.2f}" for _ in range(chunks)), flush=True)
     for name in sessions:

@@ -48,3 +48,18 @@ def step_loops(step: Callable[[], object], scope) -> tuple[Callable[[int], None]
                 step()
 
     return bare, scoped
+
+
+def per_step_us(run: Callable[[int], None], chunk: int) -> float:
+    """µs per step of `run(chunk)`, after 50 steps past any transient of a switch, between device
+    synchronizations."""
+    import time
+
+    import torch
+
+    run(50)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    run(chunk)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / chunk * 1e6
