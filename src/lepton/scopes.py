@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+from .collect.contexts import python_path
 from .errors import UsageError
 from .model.metrics import CPU_TIME_METRIC
 from .runtime import RUNTIME
@@ -31,9 +32,10 @@ class scope:
 
     def __enter__(self):
         rt = _rt
-        if rt.fast and not self.metrics:
+        if rt.fast_scopes and not self.metrics:
             # Fast path, for a scope already entered under this parent (`Runtime.entered`): only
-            # the push and the mark (a method call costs as much as this whole path).
+            # the push and the mark (a method call costs as much as this whole path), and in a
+            # python-context session the caller's stack, which is the scope's node there.
             try:
                 t = rt.shadow.local.thread
             except AttributeError:
@@ -48,6 +50,11 @@ class scope:
                     marks.append(clock())
                     marks.append(pid)
                 self._pid = pid
+                python_scope_sets = rt.python_scope_sets
+                if python_scope_sets:
+                    here = python_path(rt.paths)
+                    for scopes in python_scope_sets:
+                        scopes.add(here)
                 if rt.tracing:
                     self._sid = next(rt.scope_ids)
                     self._t0 = time.time_ns()
@@ -74,7 +81,7 @@ class scope:
             self._t0 = 0
             if rt.tracing:
                 rt.record_scope_event(pid, t0, time.time_ns(), self._sid, self.metrics)
-        if rt.fast:
+        if rt.fast_scopes:
             # Fast path: Runtime.exit inlined.
             t = rt.shadow.local.thread
             stack = t.stack

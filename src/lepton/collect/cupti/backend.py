@@ -89,6 +89,10 @@ class _Shared:
     buffers: ClassVar[dict[int, np.ndarray]] = {}  # address -> array lent to CUPTI
     pool: ClassVar[list[np.ndarray]] = []
     lock = threading.Lock()
+    # The python context's launch callback: the running collector's `launch_stacks` and the
+    # caller's path function (a throwaway list and ROOT when none runs).
+    launch_stacks: ClassVar[list[int]] = []
+    python_path: ClassVar[Callable[[], int]] = staticmethod(lambda: 0)
 
 
 def _buffer_requested(buffer_pp: int, size_p: int, max_records_p: int) -> None:
@@ -143,9 +147,8 @@ def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> No
     context, a launch API entered (on the launching thread)."""
     if domain != _DOMAIN_RESOURCE:  # a launch API: runs twice per launch, kept flat
         if _u32(cbdata + _SITE).value == 0:  # API_ENTER (EXIT fires too)
-            backend = _Shared.backend
-            if backend is not None:
-                backend.collector.remember_launch_stack(_u32(cbdata + _CORRELATION_ID).value, backend._python_path())
+            # Collector.remember_launch_stack, inlined
+            _Shared.launch_stacks.append(_Shared.python_path() << 32 | _u32(cbdata + _CORRELATION_ID).value)
         return
     backend = _Shared.backend
     if backend is not None:
@@ -192,7 +195,6 @@ class CuptiBackend(Backend):
         self._subscriber: int | None = None
         self._masked: tuple[list[int], list[int]] = ([], [])
         self._current_path: Callable[[], int] = lambda: 0
-        self._python_path: Callable[[], int] = lambda: 0
         self.python_context = False
         self._watched: set[tuple[int, int]] = set()  # (domain, cbid) of the launch callbacks on
         self._triton_stacks: ThreadTimelines | None = None  # see set_python_context
@@ -228,6 +230,7 @@ class CuptiBackend(Backend):
                                        record_size=self._record_size, clock=clock_map)
             self.collector.hooked_stacks_at = self._hooked_stacks_at()
             _Shared.backend = self
+            _Shared.launch_stacks = self.collector.launch_stacks
             _fill_pool(-(-_RESIDENT_AT_START_BYTES // BUFFER_BYTES))
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
             # Registered at every start: torch.profiler registers its own and leaves them.
@@ -313,6 +316,7 @@ class CuptiBackend(Backend):
 
     def _release(self) -> None:
         _Shared.backend = None
+        _Shared.launch_stacks = []
         self.python_context = False  # its callbacks go with the subscription
         self._watched = set()
         self._triton_stacks = None
@@ -394,7 +398,7 @@ class CuptiBackend(Backend):
                          if triton_stacks is None or cbid not in layout.TRITON_LAUNCH_CBIDS)
         for domain, cbid in self._watched - watch:
             self.cupti.enable_callback(False, self._subscriber, domain, cbid)
-        self._python_path = path_of_caller
+        _Shared.python_path = path_of_caller
         for domain, cbid in watch - self._watched:
             self.cupti.enable_callback(True, self._subscriber, domain, cbid)
         self._watched = watch

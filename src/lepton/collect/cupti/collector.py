@@ -70,16 +70,16 @@ class Collector:
         self._key = np.zeros(1 << table_bits, np.int64)
         self._path = np.zeros(1 << table_bits, np.int64)
         self._launch = np.zeros(1 << table_bits, np.int64)
-        # Python context: the path of the Python stack that made each launch call, written by the
-        # launch callback on the launching thread, in a table like the one above (fixed size:
-        # an id's entry lives until 2**table_bits later ids reuse its slot; kept, not taken, since
-        # every kernel of a graph launch carries the launch's id).
+        # Python context: the path of the Python stack that made each launch call. The launch
+        # callback appends `path << 32 | correlation id` to `launch_stacks` on the launching thread
+        # (a list append: storing into the tables below through memoryviews cost ≈1 µs per launch
+        # on the H200, `bench/launch_costs.py`); each parse moves them into the tables in bulk
+        # (fixed size: an id's entry lives until 2**table_bits later ids reuse its slot; kept, not
+        # taken, since every kernel of a graph launch carries the launch's id).
+        self.launch_stacks: list[int] = []
         self._stack_key = np.zeros(1 << table_bits, np.int64)
         self._stack_path = np.zeros(1 << table_bits, np.int64)
-        # The callback stores through memoryviews: ≈3x cheaper than numpy's scalar setitem.
-        self._stack_key_store = memoryview(self._stack_key)
-        self._stack_path_store = memoryview(self._stack_path)
-        self.python_stacks = False  # set at the first launch path
+        self.python_stacks = False  # set once a launch stack has been stored
         # Python context with Triton's launch hook: `(thread ids, times) -> stack path + 1` (0
         # outside a hooked launch), read for every launch record like `paths_at`. Triton's
         # launches then need no launch callback (two calls into Python each through ctypes).
@@ -118,6 +118,7 @@ class Collector:
             if not parts:
                 return 0
             rec = parser.Records.concat(parts)
+            self._store_launch_stacks()  # appended before any record of their kernels was written
             self._remember_launches(rec)
             batch = self._attribute(rec, flush)
             if batch is None or not len(batch):
@@ -172,10 +173,22 @@ class Collector:
 
     def remember_launch_stack(self, correlation_id: int, path: int) -> None:
         """The launch call `correlation_id` was made from the Python stack `path` (python
-        context; called on the launching thread, before its kernels' records exist)."""
-        slot = correlation_id & self._mask
-        self._stack_path_store[slot] = path  # path first: a reader that sees the key sees the path
-        self._stack_key_store[slot] = correlation_id + 1
+        context; called on the launching thread, before its kernels' records exist). The CUPTI
+        callback appends to `launch_stacks` itself, as this does."""
+        self.launch_stacks.append(path << 32 | correlation_id)
+
+    def _store_launch_stacks(self) -> None:
+        """Moves the launch stacks appended since the last parse into the tables."""
+        log = self.launch_stacks
+        n = len(log)
+        if not n:
+            return
+        packed = np.array(log[:n], np.uint64)
+        del log[:n]  # launching threads may append meanwhile: theirs stay, after index n
+        corr = (packed & 0xFFFFFFFF).astype(np.int64)
+        slot = corr & self._mask
+        self._stack_key[slot] = corr + 1  # a later id in the same slot wins (numpy: last write)
+        self._stack_path[slot] = (packed >> np.uint64(32)).astype(np.int64)
         self.python_stacks = True
 
     def _remember_launches(self, rec: parser.Records) -> None:
