@@ -7,13 +7,18 @@ process, so that a change of host speed hits every state alike; each chunk is ti
 thread's CPU time as well as the wall clock.
 
 Each step is the overhead benchmark's (`../shared/bench/overhead.py`): 1 Triton and 2 torch
-launches, inside a scope where the state says so.
+launches, inside a scope where the state says so. The session runs with `hook="triton"`; the last two
+states put a hook in Triton's launch path: one that only evaluates the launch metadata (what any
+metadata hook costs at least: Triton builds the metadata and calls the kernel's `launch_metadata`),
+then Lepton's. The ratio column is each state against "nothing collected": the floor of what a
+profiler of kernels, and of launch metadata, can reach on this workload.
 
 usage:  python bench/gpu_costs.py [--rounds 30] [--chunk 300]
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -30,6 +35,7 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
+    from triton import knobs
     from workload import overhead_step, step_loops
 
     step = overhead_step()
@@ -38,13 +44,21 @@ def main() -> None:
     from lepton.collect.cupti import layout
     from lepton.runtime import RUNTIME
 
-    lepton.start(os.path.join(tempfile.mkdtemp(), "costs"))
+    lepton.start(os.path.join(tempfile.mkdtemp(), "costs"), hook="triton")
+    runtime = knobs.runtime
+    lepton_hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
+    no_hooks = tuple(getattr(h, "lepton_chain", None) for h in lepton_hooks)  # Triton's empty chains
+    if None in no_hooks:
+        sys.exit("gpu_costs: another tool's Triton launch hook is installed; run this alone")
+    noop = functools.partial(lambda metadata: None)  # what Lepton's sole hook is: a partial
+    metadata_only = (functools.partial(lambda metadata: metadata.get()), noop)
     backend = RUNTIME.backends["cupti"]
     cupti = backend.cupti
     kinds = {"kernel": layout.KIND_CONCURRENT_KERNEL, "driver": layout.KIND_DRIVER, "runtime": layout.KIND_RUNTIME}
     mark_clock = RUNTIME.mark_clock
 
-    def set_state(on: tuple[str, ...], marks: bool) -> None:
+    def set_state(on: tuple[str, ...], marks: bool, hooks: tuple = no_hooks) -> None:
+        runtime.launch_enter_hook, runtime.launch_exit_hook = hooks
         for name, kind in kinds.items():
             (cupti.enable if name in on else cupti.disable)(kind)
         # Enabling a kind again turns all of its APIs back on (measured: 31 API records per step
@@ -65,12 +79,14 @@ def main() -> None:
         "+ launch API records": (launch_records, True, bare),
         "+ scope, no marks": (launch_records, False, scoped),
         "+ scope (Lepton as it runs)": (launch_records, True, scoped),
+        "+ hook: metadata.get() only": (launch_records, True, scoped, metadata_only),
+        "+ Lepton's hook (as it runs)": (launch_records, True, scoped, lepton_hooks),
     }
     wall: dict[str, list[float]] = {s: [] for s in states}
     cpu: dict[str, list[float]] = {s: [] for s in states}
     for _ in range(a.rounds):
-        for name, (on, marks, loop) in states.items():
-            set_state(on, marks)
+        for name, (on, marks, loop, *hooks) in states.items():
+            set_state(on, marks, *hooks)
             loop(50)  # past any transient of the switch
             torch.cuda.synchronize()
             c0, t0 = time.thread_time(), time.perf_counter()
@@ -80,15 +96,15 @@ def main() -> None:
             t1 = time.perf_counter()
             wall[name].append((t1 - t0) / a.chunk * 1e6)
             cpu[name].append((c1 - c0) / a.chunk * 1e6)
-    set_state(launch_records, True)
+    set_state(launch_records, True, lepton_hooks)
     lepton.finalize()
 
     base_wall = statistics.median(wall["nothing collected"])
     base_cpu = statistics.median(cpu["nothing collected"])
-    print(f"{'state':30} {'wall µs':>8} {'+':>6} {'cpu µs':>8} {'+':>6}   (per step, median of {a.rounds})")
+    print(f"{'state':30} {'wall µs':>8} {'+':>6} {'ratio':>6} {'cpu µs':>8} {'+':>6}   (per step, median of {a.rounds})")
     for name in states:
         w, c = statistics.median(wall[name]), statistics.median(cpu[name])
-        print(f"{name:30} {w:8.2f} {w - base_wall:6.2f} {c:8.2f} {c - base_cpu:6.2f}")
+        print(f"{name:30} {w:8.2f} {w - base_wall:6.2f} {w / base_wall:6.3f} {c:8.2f} {c - base_cpu:6.2f}")
 
 
 if __name__ == "__main__":
