@@ -348,9 +348,10 @@ class Runtime:
             self.remark(t)
         return t
 
-    def enter(self, name: str) -> int:
+    def enter(self, name: str, python: bool = True) -> int:
         """Pushes scope `name` on the calling thread; returns its stack path id. (`scope` inlines
-        the common case of this; keep the two in step.)"""
+        the common case of this; keep the two in step.) `python=False`: the caller gives a
+        python-context session the scope's node itself (`scope` does, from the entering frame)."""
         t = getattr(self.shadow.local, "thread", None)
         if t is None:
             t = self.init_thread()
@@ -364,7 +365,7 @@ class Runtime:
             scopes.add(eff)
         if eff == pid and self.fast_scopes:
             entered[(parent, name)] = pid
-        if self.python_scope_sets:
+        if python and self.python_scope_sets:
             here = python_path(self.paths)
             for scopes in self.python_scope_sets:
                 scopes.add(here)

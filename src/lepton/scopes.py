@@ -7,11 +7,12 @@ and a mark on its time line (`collect.timeline`); the pop and a mark on the way 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
 from typing import Any
 
-from .collect.contexts import python_path
+from .collect.contexts import enter_python_scope, exit_python_scope
 from .errors import UsageError
 from .model.metrics import CPU_TIME_METRIC
 from .runtime import RUNTIME
@@ -22,13 +23,15 @@ _rt = RUNTIME
 class scope:
     """Context manager and decorator: `with scope("name", {"bytes": 1024}): ...`."""
 
-    __slots__ = ("_pid", "_sid", "_t0", "metrics", "name")
+    __slots__ = ("_anchor", "_pid", "_sid", "_t0", "metrics", "name")
+    _callers_depth = 1  # sys._getframe(depth) in __enter__: the frame that enters the scope
 
     def __init__(self, name: str, metrics: dict[str, Any] | None = None) -> None:
         self.name = name
         self.metrics = metrics
         self._pid = -1
         self._t0 = 0  # set while a trace session times this scope
+        self._anchor: tuple | None = None  # its python-context anchor (`collect.contexts`)
 
     def __enter__(self):
         rt = _rt
@@ -50,11 +53,8 @@ class scope:
                     marks.append(clock())
                     marks.append(pid)
                 self._pid = pid
-                python_scope_sets = rt.python_scope_sets
-                if python_scope_sets:
-                    here = python_path(rt.paths)
-                    for scopes in python_scope_sets:
-                        scopes.add(here)
+                if rt.python_sessions:
+                    self._enter_python(rt, sys._getframe(self._callers_depth))
                 if rt.tracing:
                     self._sid = next(rt.scope_ids)
                     self._t0 = time.time_ns()
@@ -62,7 +62,9 @@ class scope:
         if not rt.live:
             self._pid = -1
             return self
-        pid = self._pid = rt.enter(self.name)
+        pid = self._pid = rt.enter(self.name, python=False)
+        if rt.python_sessions:
+            self._enter_python(rt, sys._getframe(self._callers_depth))
         if self.metrics:
             rt.add_metrics(pid, self.metrics)
         if rt.tracing:
@@ -70,11 +72,22 @@ class scope:
             self._t0 = time.time_ns()
         return self
 
+    def _enter_python(self, rt, frame) -> None:
+        """In a python-context session, the scope's node is the stack of the frame that entered
+        it, which anchors the stack walks made inside the scope."""
+        here, self._anchor = enter_python_scope(rt.paths, frame)
+        for scopes in rt.python_scope_sets:
+            scopes.add(here)
+
     def __exit__(self, *exc) -> None:
         pid = self._pid
         if pid < 0:
             return
         self._pid = -1
+        anchor = self._anchor
+        if anchor is not None:
+            self._anchor = None
+            exit_python_scope(anchor)
         rt = _rt
         t0 = self._t0
         if t0:  # timed by a trace session
@@ -110,6 +123,7 @@ class cpu_timed_scope(scope):
     summed over repeats; nested timed scopes each keep their own time)."""
 
     __slots__ = ("_cpu_t0",)
+    _callers_depth = 2  # through this __enter__
 
     def __init__(self, name: str, metrics: dict[str, Any] | None = None) -> None:
         if metrics and "cpu_time" in metrics:

@@ -437,6 +437,43 @@ def test_python_context_puts_kernels_under_the_launching_python_line(fake_cupti)
     assert path[-2].endswith("@launch_from_here") and "test_cupti_backend.py:" in path[-2]
 
 
+def test_python_context_launches_inside_scopes_land_under_their_whole_stack(fake_cupti):
+    """A walk made inside a scope stops at the frame that entered it and takes the frames outside
+    it from the scope (`collect.contexts`): the kernel's path is still the whole stack."""
+    proton.start("pyscoped", context="python", backend="cupti")
+    cupti = fake_cupti["cupti"]
+
+    def launch_from_here():
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_1000)
+
+    def step():
+        with proton.scope("inner"):
+            launch_from_here()
+
+    for _ in range(3):
+        with proton.scope("outer"):
+            step()
+    step()  # the same launch outside the outer scope: the frames outside step() differ
+    proton.finalize()
+
+    def kernel_paths(node, path=()):
+        if node["frame"]["name"] == "add_kernel":
+            yield path, node["metrics"]["count"]
+        for c in node["children"]:
+            yield from kernel_paths(c, path + (node["frame"]["name"],))
+
+    found = sorted(kernel_paths(hatchet("pyscoped.hatchet")[0]), key=lambda pc: pc[1])
+    assert [count for _, count in found] == [1, 3]
+    for path, _ in found:
+        assert [n.rsplit("@", 1)[1] for n in path[-3:]] == [
+            "test_python_context_launches_inside_scopes_land_under_their_whole_stack", "step", "launch_from_here"]
+        assert all("test_cupti_backend.py:" in n for n in path[-3:])
+    assert found[0][0][:-1] != found[1][0][:-1]  # two call sites of step()
+    assert found[0][0][-2:] == found[1][0][-2:]
+
+
 def test_python_context_puts_every_kernel_of_a_graph_launch_under_the_launching_line(fake_cupti):
     """The kernels of one graph launch share its correlation id: all of them take its stack."""
     proton.start("pygraph", context="python", backend="cupti")

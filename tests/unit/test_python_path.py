@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import sys
 
-from lepton.collect.contexts import python_path
+from lepton.collect import contexts
+from lepton.collect.contexts import enter_python_scope, exit_python_scope, python_path
 from lepton.model.paths import PathTable
 
 HERE = os.path.abspath(__file__)
@@ -52,3 +54,87 @@ def test_each_path_table_gets_its_own_ids():
     two.child(0, "something else first")
     p1, p2 = site_a(one), site_a(two)
     assert names(one, p1) == names(two, p2)
+
+
+# -- scope anchors: a walk inside a scope stops at the frame that entered it -----------------------
+
+def launch_site(paths):
+    return python_path(paths)
+
+
+def last_key():
+    return list(contexts._stack_ids)[-1]
+
+
+def run_in_scope(paths, anchored: bool):
+    """One launch site, walked inside an anchored scope or not; the same line either way."""
+    anchor = enter_python_scope(paths, sys._getframe())[1] if anchored else None
+    pid = launch_site(paths)
+    key = last_key()
+    if anchor is not None:
+        exit_python_scope(anchor)
+    return pid, key
+
+
+def test_a_walk_inside_a_scope_stops_at_the_scopes_frame_and_gives_the_whole_path():
+    paths = PathTable()
+    (plain, plain_key), (inside, inside_key) = [run_in_scope(paths, anchored) for anchored in (False, True)]
+    assert inside == plain  # same names, interned once
+    assert names(paths, inside)[-2].endswith("@run_in_scope")
+    assert any(n.endswith("@test_a_walk_inside_a_scope_stops_at_the_scopes_frame_and_gives_the_whole_path")
+               for n in names(paths, inside))  # the frames outside the scope's, from its anchor
+    assert plain_key[2] == -1 and inside_key[2] >= 0  # the anchor's path outside the scope's frame
+    assert len(inside_key) < len(plain_key)  # two frames walked (launch_site, run_in_scope), not all
+    assert len(inside_key) == 3 + 2 * 2
+    assert not contexts._local.anchors
+
+
+def enter_and_return(paths):
+    """A scope entered in a frame that returns before the scope exits (enter_scope's way)."""
+    return enter_python_scope(paths, sys._getframe())[1]
+
+
+def test_an_anchor_whose_frame_is_not_on_the_stack_is_walked_past():
+    paths = PathTable()
+    anchor = enter_and_return(paths)
+    try:
+        pid = site_a(paths, contexts.folded_dirs())
+        assert last_key()[2] == -1  # walked to the outermost frame
+    finally:
+        exit_python_scope(anchor)
+    assert names(paths, pid)[-1].endswith("@site_a")
+    assert names(paths, pid)[-2].endswith("@test_an_anchor_whose_frame_is_not_on_the_stack_is_walked_past")
+
+
+def scoped_generator(paths):
+    here, anchor = enter_python_scope(paths, sys._getframe())
+    assert anchor is None  # resumed from other stacks: its outside is not fixed
+    yield launch_site(paths)
+    yield launch_site(paths)
+
+
+def resume_here(gen):
+    return next(gen)
+
+
+def resume_there(gen):
+    return next(gen)
+
+
+def test_a_scope_in_a_generator_is_not_anchored_and_each_resume_gets_its_own_stack():
+    paths = PathTable()
+    gen = scoped_generator(paths)
+    first, second = resume_here(gen), resume_there(gen)
+    assert names(paths, first)[-3].endswith("@resume_here")
+    assert names(paths, second)[-3].endswith("@resume_there")
+
+
+def test_anchors_closed_out_of_order_leave_the_others_in_place():
+    paths = PathTable()
+    frame = sys._getframe()
+    _, outer = enter_python_scope(paths, frame)
+    _, inner = enter_python_scope(paths, frame)
+    exit_python_scope(outer)
+    assert contexts._local.anchors == [inner]
+    exit_python_scope(inner)
+    assert contexts._local.anchors == []
