@@ -79,7 +79,6 @@ class Runtime:
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
         self.fast = False
-        self.fast_scopes = False
         self.scope_ids = itertools.count(1)
         self._ops: dict[tuple[int, str], int] = {}
         self._lock = threading.RLock()
@@ -106,10 +105,9 @@ class Runtime:
         self._set_python_context(started)
         # Anything that needs more than the plain enter/exit takes the slow path.
         self.live = bool(live)
-        # The hot paths' one check. The launch hook's fast path remembers ops by scope path, while
-        # a python-context session puts them under the caller's stack; scopes know both.
+        # The launch hook's fast path remembers ops by scope path, while a python-context session
+        # puts them under the caller's stack. (Scopes take their fast path whenever `live`.)
         self.fast = self.live and not self.python_sessions
-        self.fast_scopes = self.live
 
     refresh = _refresh
 
@@ -363,7 +361,7 @@ class Runtime:
         entered = self.entered  # read before the scope sets: a registry change in between
         for scopes in self.scope_sets:  # leaves this entry in the old, discarded dict
             scopes.add(eff)
-        if eff == pid and self.fast_scopes:
+        if eff == pid:
             entered[(parent, name)] = pid
         if python and self.python_scope_sets:
             here = python_path(self.paths)

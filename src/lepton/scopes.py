@@ -35,7 +35,7 @@ class scope:
 
     def __enter__(self):
         rt = _rt
-        if rt.fast_scopes and not self.metrics:
+        if rt.live and not self.metrics:
             # Fast path, for a scope already entered under this parent (`Runtime.entered`): only
             # the push and the mark (a method call costs as much as this whole path), and in a
             # python-context session the caller's stack, which is the scope's node there.
@@ -94,20 +94,20 @@ class scope:
             self._t0 = 0
             if rt.tracing:
                 rt.record_scope_event(pid, t0, time.time_ns(), self._sid, self.metrics)
-        if rt.fast_scopes:
-            # Fast path: Runtime.exit inlined.
-            t = rt.shadow.local.thread
-            stack = t.stack
-            if stack[-1] == pid and t.state is None:
-                stack.pop()
-                clock = rt.mark_clock
-                if clock is not None:
-                    marks = t.marks
-                    marks.append(clock())
-                    marks.append(stack[-1])
-                return
-        if rt.live:
-            rt.exit(pid, self.name)
+        if not rt.live:
+            return
+        # Fast path: Runtime.exit inlined.
+        t = rt.shadow.local.thread
+        stack = t.stack
+        if stack[-1] == pid and t.state is None:
+            stack.pop()
+            clock = rt.mark_clock
+            if clock is not None:
+                marks = t.marks
+                marks.append(clock())
+                marks.append(stack[-1])
+            return
+        rt.exit(pid, self.name)
 
     def __call__(self, func):
         @functools.wraps(func)
