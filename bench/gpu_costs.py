@@ -18,7 +18,6 @@ usage:  python bench/gpu_costs.py [--rounds 30] [--chunk 300]
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import statistics
 import sys
@@ -36,7 +35,7 @@ def main() -> None:
 
     import torch
     from triton import knobs
-    from workload import overhead_step, step_loops
+    from workload import overhead_step, step_loops, triton_hook_pairs
 
     step = overhead_step()
 
@@ -46,12 +45,10 @@ def main() -> None:
 
     lepton.start(os.path.join(tempfile.mkdtemp(), "costs"), hook="triton")
     runtime = knobs.runtime
-    lepton_hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
-    no_hooks = tuple(getattr(h, "lepton_chain", None) for h in lepton_hooks)  # Triton's empty chains
-    if None in no_hooks:
+    pairs = triton_hook_pairs()
+    if pairs is None:
         sys.exit("gpu_costs: another tool's Triton launch hook is installed; run this alone")
-    noop = functools.partial(lambda metadata: None)  # what Lepton's sole hook is: a partial
-    metadata_only = (functools.partial(lambda metadata: metadata.get()), noop)
+    lepton_hooks, no_hooks, metadata_only = pairs
     backend = RUNTIME.backends["cupti"]
     cupti = backend.cupti
     kinds = {"kernel": layout.KIND_CONCURRENT_KERNEL, "driver": layout.KIND_DRIVER, "runtime": layout.KIND_RUNTIME}

@@ -96,17 +96,16 @@ def python_context_parts(step, rounds: int, chunk: int) -> dict[str, float]:
 def hook_parts(step, rounds: int, chunk: int) -> dict[str, float]:
     import lepton
     from triton import knobs
-    from workload import step_loops
+    from workload import step_loops, triton_hook_pairs
 
     lepton.start(os.path.join(tempfile.mkdtemp(), "hook"), hook="triton")
     runtime = knobs.runtime
-    lepton_hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
-    empty = tuple(getattr(h, "lepton_chain", None) for h in lepton_hooks)
-    if None in empty:
+    pairs = triton_hook_pairs()
+    if pairs is None:
         print("  (Lepton's hook is not the sole hook here: its empty chains are unknown; part 2 skipped)")
         lepton.finalize()
         return {}
-    noop = functools.partial(lambda metadata: None)
+    lepton_hooks, empty, metadata_only = pairs
     _, scoped = step_loops(step, lepton.scope)
 
     def state(enter, exit) -> Callable[[int], None]:
@@ -115,7 +114,7 @@ def hook_parts(step, rounds: int, chunk: int) -> dict[str, float]:
 
     states = {
         "no Triton hook": functools.partial(state, *empty),
-        "hook: metadata.get() only": functools.partial(state, functools.partial(lambda m: m.get()), noop),
+        "hook: metadata.get() only": functools.partial(state, *metadata_only),
         "Lepton's hook (as it runs)": functools.partial(state, *lepton_hooks),
     }
     try:

@@ -3,6 +3,7 @@
 is bound by launch cost and any profiler overhead shows up fully."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 
@@ -63,3 +64,20 @@ def per_step_us(run: Callable[[int], None], chunk: int) -> float:
     run(chunk)
     torch.cuda.synchronize()
     return (time.perf_counter() - t0) / chunk * 1e6
+
+
+def triton_hook_pairs():
+    """`(Lepton's, none, metadata only)`: `(enter, exit)` hook pairs to set in
+    `triton.knobs.runtime` while a `hook="triton"` session runs, or None when another tool's hook
+    is installed too (then Triton's empty chains are not known). "None" is Triton's empty chains;
+    "metadata only" evaluates the launch metadata and nothing else (what any metadata hook costs at
+    least), through partials as Lepton's sole hook is."""
+    from triton import knobs
+
+    runtime = knobs.runtime
+    lepton_hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
+    no_hooks = tuple(getattr(h, "lepton_chain", None) for h in lepton_hooks)
+    if None in no_hooks:
+        return None
+    metadata_only = (functools.partial(lambda metadata: metadata.get()), functools.partial(lambda metadata: None))
+    return lepton_hooks, no_hooks, metadata_only
