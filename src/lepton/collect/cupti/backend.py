@@ -92,7 +92,8 @@ class _Shared:
     # The python context's launch callback: the running collector's `launch_stacks` and the
     # caller's path function (a throwaway list and ROOT when none runs).
     launch_stacks: ClassVar[list[int]] = []
-    python_path: ClassVar[Callable[[], int]] = staticmethod(lambda: 0)
+    root_path: ClassVar[Callable[[], int]] = staticmethod(lambda: 0)
+    python_path: ClassVar[Callable[[], int]] = root_path
 
 
 def _buffer_requested(buffer_pp: int, size_p: int, max_records_p: int) -> None:
@@ -317,6 +318,7 @@ class CuptiBackend(Backend):
     def _release(self) -> None:
         _Shared.backend = None
         _Shared.launch_stacks = []
+        _Shared.python_path = _Shared.root_path
         self.python_context = False  # its callbacks go with the subscription
         self._watched = set()
         self._triton_stacks = None
