@@ -374,6 +374,8 @@ class Runtime:
         """Pops the innermost scope of the calling thread, checking it is `pid` when given."""
         t = self.shadow.thread()
         stack = t.stack
+        if pid is not None and stack[-1] != pid and self.shadow.close_ended(pid):
+            return pid
         if len(stack) == 1:
             raise UsageError(f"Context stack is empty: exiting scope {name!r} that is not open on "
                              "this thread")

@@ -218,6 +218,26 @@ def test_finalize_within_a_scope_leaves_the_next_session_at_depth_zero():
     proton.finalize()
 
 
+def test_scopes_open_across_finalize_and_start_exit_quietly(fake):
+    # Proton raises "Context stack is empty" at the outer scopes' exits here.
+    proton.start("r0", backend="fake")
+    with proton.scope("outer"):
+        with proton.scope("inner"):
+            proton.finalize()
+            proton.start("r1", backend="fake")
+            with proton.scope("new"):
+                fake().launch("k", 10)
+            fake().launch("k", 20)
+        with proton.scope("after"):
+            fake().launch("k", 30)
+        assert proton.context.depth() == 0
+    proton.finalize()
+    root = load("r1.hatchet")[0]
+    assert sorted(c["frame"]["name"] for c in root["children"]) == ["after", "k", "new"]
+    assert child(child(root, "new"), "k")["metrics"]["time (ns)"] == 10
+    assert child(child(root, "after"), "k")["metrics"]["time (ns)"] == 30
+
+
 def test_unknown_session_ids_are_errors():
     sid = proton.start("throw", backend="fake")
     with pytest.raises(IndexError, match=f"Session has not been initialized: {sid + 1}"):

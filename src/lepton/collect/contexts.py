@@ -39,6 +39,9 @@ class ThreadState:
         self.in_metadata = False  # evaluating a launch's metadata (a launch inside it is not hooked)
 
 
+_ENDED_KEPT = 8  # resets whose open scopes may still exit (`ShadowStacks.close_ended`)
+
+
 class ShadowStacks:
     def __init__(self, paths: PathTable, timeline: ThreadTimelines) -> None:
         self.paths = paths
@@ -48,6 +51,9 @@ class ShadowStacks:
         self._lanes = 0
         self._lock = threading.Lock()
         self._with_state: dict[tuple[int, tuple[str, ...]], int] = {}
+        # The threads' states of the last resets, newest last: a scope entered before the last
+        # session ended may exit in the next one (`close_ended`).
+        self._ended: list[threading.local] = []
 
     def set_main_thread(self) -> None:
         """The calling thread becomes the one new threads inherit their stack from."""
@@ -55,10 +61,22 @@ class ShadowStacks:
 
     def reset(self) -> None:
         """Forgets every thread's stack (all sessions ended)."""
+        self._ended = [*self._ended[-(_ENDED_KEPT - 1):], self.local]
         self.local = threading.local()
         self.timeline.reset()
         self._main_stack = None
         self._lanes = 0
+
+    def close_ended(self, pid: int) -> bool:
+        """Closes scope `pid` if it is the innermost scope the calling thread had open when the
+        sessions it was entered in ended (`finalize(); start()` inside a `with scope`): its exit
+        is then no error, and no event of the sessions running now. Returns whether it was."""
+        for local in reversed(self._ended):
+            t = getattr(local, "thread", None)
+            if t is not None and len(t.stack) > 1 and t.stack[-1] == pid:
+                t.stack.pop()
+                return True
+        return False
 
     def thread(self) -> ThreadState:
         """The calling thread's state, created on its first use."""
