@@ -73,9 +73,11 @@ class Runtime:
         # has: a repeated launch skips both.
         self.entered_ops: dict[tuple[int, str], int] = {}
         self.ops_with_properties: set[int] = set()
-        # (scope path, raw kernel name, metadata items, their types) -> (op, metrics key or None) of
-        # the hooked launches made since the last registry change (`hooks.launch`'s fast path).
+        # (scope path, raw kernel name, metadata items, their types) -> (op, counters) of the
+        # hooked launches made since the last registry change (`hooks.launch`'s fast path).
         self.hooked_launches: dict[tuple, tuple] = {}
+        # (scope path, raw kernel name) -> `hooks.launch._KernelInScope`, likewise.
+        self.hooked_kernels: dict[tuple, object] = {}
         self.scope_sets: tuple = ()
         self.python_scope_sets: tuple = ()
         self.fast = False
@@ -102,6 +104,7 @@ class Runtime:
         self.entered_ops = {}
         self.ops_with_properties = set()
         self.hooked_launches = {}
+        self.hooked_kernels = {}
         self._set_python_context(started)
         # Anything that needs more than the plain enter/exit takes the slow path.
         self.live = bool(live)
@@ -399,16 +402,11 @@ class Runtime:
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, metrics)
 
-    def enter_op(self, name: str, metrics: tuple | None = None, properties: dict | None = None) -> int:
-        """A kernel launch is about to happen on this thread under the op node `name` (launch
+    def _enter_op(self, t, name: str, metrics: tuple | None, properties: dict | None) -> tuple[int, tuple]:
+        """A kernel launch is about to happen on thread `t` under the op node `name` (launch
         hook): the node is created, gets the launch's metrics (`((name, value), ...)`, plain
-        numbers or tuples), and the kernel will land on it."""
-        t = getattr(self.shadow.local, "thread", None)
-        if t is None:
-            t = self.init_thread()
-        return self._enter_op(t, name, metrics, properties)
-
-    def _enter_op(self, t, name: str, metrics: tuple | None, properties: dict | None) -> int:
+        numbers or tuples), and the kernel will land on it. Returns `(op, counters)`: `next()` on
+        each counter counts a repeat of this launch (same op, same metrics) in an active session."""
         base = python_path(self.paths) if self.python_sessions else self.shadow.effective(t, t.stack[-1])
         entered = self.entered_ops  # read before the scope sets (see `enter`)
         op = entered.get((base, name))
@@ -419,17 +417,17 @@ class Runtime:
             for scopes in self.python_scope_sets if self.python_sessions else self.scope_sets:
                 scopes.add(op)
             entered[(base, name)] = op
+        counters = ()
         if metrics:
             key = (op, metrics)
-            for s in self.active:
-                s.count_launch(key)
+            counters = tuple(s.launch_counter(key) for s in self.active)
         if properties and op not in self.ops_with_properties:
             done = self.ops_with_properties
             for s in self.active:
                 s.set_properties_once(op, properties)
             done.add(op)
         self.mark(t, op)
-        return op
+        return op, counters
 
     def enter_transient_state(self, names: tuple[str, ...]):
         """Sets the thread's state for a short region (launch-metadata evaluation); returns a token
@@ -448,8 +446,8 @@ class Runtime:
         self.remark(t)
 
     def op_after_transient_state(self, previous, name: str, metrics: tuple | None = None,
-                                 properties: dict | None = None) -> int:
-        """`exit_transient_state(previous)` then `enter_op(...)`: the hook's path from the
+                                 properties: dict | None = None) -> tuple[int, tuple]:
+        """`exit_transient_state(previous)` then `_enter_op(...)`: the hook's path from the
         metadata evaluation to the launch, with one thread lookup and one mark."""
         t = self.shadow.local.thread
         t.state = previous

@@ -29,6 +29,26 @@ def _times(value, n: int):
     return [v * n for v in value] if isinstance(value, list) else value * n
 
 
+class _LaunchCount:
+    """The repeats of one kind of hooked launch: the launch hook calls `next(counter)` per launch,
+    with no lock; a fold reads the count with one more `next` (never set back: a launching thread
+    may hold the counter), so the reads are subtracted."""
+
+    __slots__ = ("counter", "folded", "reads")
+
+    def __init__(self) -> None:
+        self.counter = itertools.count()
+        self.reads = 0
+        self.folded = 0
+
+    def take(self) -> int:
+        """The launches counted since the last `take`."""
+        launches = next(self.counter) - self.reads
+        self.reads += 1
+        new, self.folded = launches - self.folded, launches
+        return new
+
+
 class Session:
     """One profile being recorded. Thread-safe: `_lock` guards the data and the time line."""
 
@@ -44,9 +64,9 @@ class Session:
         self.complete_up_to = -1
         self.phases: dict[int, TreeData | TraceData] = {0: self._new_data()}
         self.dropped_records = 0
-        # Launch metrics counted lock-free on the launch path: (op path, metric items) -> a counter
-        # of the launches after the first (`next()` on itertools.count is atomic under the GIL).
-        self.pending: dict[tuple, itertools.count] = {}
+        # Launch metrics counted lock-free on the launch path: (op path, metric items) ->
+        # `_LaunchCount` (`next()` on itertools.count is atomic under the GIL).
+        self.launch_counts: dict[tuple, _LaunchCount] = {}
         self._times: list[int] = []
         self._active_log: list[bool] = []
         self._phase_log: list[int] = []
@@ -100,28 +120,27 @@ class Session:
             if isinstance(data, TreeData):
                 data.add_metrics(pid, metrics)
 
-    def count_launch(self, key: tuple) -> None:
-        """One hooked launch with metrics `key = (op, ((name, value), ...))`. The first of a kind is
-        added at once (so a type mismatch raises here, as in Proton); repeats only bump a counter."""
-        counter = self.pending.get(key)
-        if counter is not None:
-            next(counter)
-            return
+    def launch_counter(self, key: tuple) -> itertools.count:
+        """One hooked launch with metrics `key = (op, ((name, value), ...))`; returns the counter
+        the launch hook advances (`next`) for each later launch of that kind. The first of a kind
+        is added at once (so a type mismatch raises here, as in Proton)."""
+        count = self.launch_counts.get(key)
+        if count is not None:
+            next(count.counter)
+            return count.counter
         with self._lock:
             data = self.current
             if isinstance(data, TreeData):
                 data.add_metrics(key[0], dict(key[1]))
-            self.pending.setdefault(key, itertools.count())
+            return self.launch_counts.setdefault(key, _LaunchCount()).counter
 
     def _fold_pending(self) -> None:
-        """Adds the counted launch metrics to the current phase. Caller holds `_lock`."""
-        pending, self.pending = self.pending, {}
+        """Adds the launches counted since the last fold to the current phase. Caller holds
+        `_lock`."""
         data = self.current
-        if not isinstance(data, TreeData):
-            return
-        for (op, items), counter in pending.items():
-            repeats = next(counter)
-            if repeats:
+        for (op, items), count in self.launch_counts.items():
+            repeats = count.take()
+            if repeats and isinstance(data, TreeData):
                 data.add_metrics(op, {name: _times(coerce_metric_value(parse_metric_name(name).name, v), repeats)
                                       for name, v in items})
 

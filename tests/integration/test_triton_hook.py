@@ -352,3 +352,58 @@ def test_a_hook_already_in_triton_chain_keeps_running(chained_knobs, fake):
     proton.finalize()
     assert chained_knobs.launch_enter_hook.calls == [seen.append] and len(seen) == 1
     assert [c["frame"]["name"] for c in load("joined.hatchet")["children"]] == ["k_named"]
+
+
+def test_repeated_launch_counts_survive_reads_and_phases(knobs, fake):
+    """Repeats are counted without a lock and folded in whenever the data is read: a read in the
+    middle neither loses nor doubles launches, and each phase gets the launches made in it."""
+    sid = proton.start("counted", backend="fake", hook="triton")
+    meta = lambda: {"name": "add", "bytes": 10}  # noqa: E731
+    with proton.scope("s"):
+        for _ in range(3):
+            launch(knobs, fake(), "k", meta, 1)
+        mid = proton.data.get(sid, 0)[0]
+        for _ in range(4):
+            launch(knobs, fake(), "k", meta, 1)
+    (scope,) = mid["children"]
+    assert scope["children"][0]["metrics"]["bytes"] == 30
+    proton.data.advance_phase(sid)
+    with proton.scope("s"):
+        for _ in range(2):
+            launch(knobs, fake(), "k", meta, 1)
+    proton.finalize()
+    for phase, launches in ((0, 7), (1, 2)):
+        (scope,) = load(f"counted.part_{phase}.hatchet")["children"]
+        (op,) = scope["children"]
+        assert (op["frame"]["name"], op["metrics"]["bytes"], op["metrics"]["count"]) == ("add", 10 * launches, launches)
+
+
+def test_a_tensor_in_metadata_is_never_compared_with_remembered_values(knobs, fake):
+    """The fast path compares a launch's metadata with its last launch's: a value of another type
+    (a tensor, whose `==` would launch a kernel) must not reach `==`."""
+
+    class Tensor:
+        dtype = "int64"
+
+        def __init__(self, v):
+            self.v = v
+
+        def __eq__(self, other):
+            raise AssertionError("compared")
+
+        __hash__ = None
+
+        def item(self):
+            return self.v
+
+        def tolist(self):
+            return self.v
+
+    proton.start("tensor", backend="fake", hook="triton")
+    with proton.scope("s"):
+        for value in (5, 5, Tensor(5), Tensor(6), 5):
+            launch(knobs, fake(), "k", lambda v=value: {"name": "k", "bytes": v}, 10)
+    proton.finalize()
+    (scope,) = load("tensor.hatchet")["children"]
+    (op,) = scope["children"]
+    assert (op["metrics"]["bytes"], op["metrics"]["count"]) == (26, 5)

@@ -4,7 +4,7 @@ Triton calls `launch_enter_hook(metadata)` before and `launch_exit_hook(metadata
 kernel launch when a hook is installed; `metadata` is a `LazyDict` whose `get()` evaluates the
 kernel's `launch_metadata(grid, metadata, args)` function. The returned `name` renames the launch's
 kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become metrics of exactly
-that launch's node: `Runtime.enter_op` makes an op node under the current scope and marks it as the
+that launch's node: `Runtime._enter_op` makes an op node under the current scope and marks it as the
 launch's path on its thread's time line, so the kernel record lands on it whichever thread launches.
 
 GPU work that `launch_metadata` itself launches runs under the state
@@ -47,6 +47,21 @@ def _is_metric_value(value) -> bool:
         isinstance(value, Number) or hasattr(value, "data_ptr") or hasattr(value, "dtype"))
 
 
+class _KernelInScope:
+    """What the hook's fast path knows of one kernel launched under one scope path since the last
+    registry change (`Runtime.hooked_kernels`): the state its metadata is evaluated in, that
+    state's path there, and its last launch there with plain metadata values: `last = (value
+    types, values, op, counters)`, replaced whole (threads may launch it at once)."""
+
+    __slots__ = ("last", "scope", "state", "state_path")
+
+    def __init__(self, scope: int, state: tuple[str, ...], state_path: int) -> None:
+        self.scope = scope
+        self.state = state
+        self.state_path = state_path
+        self.last: tuple = (None, None, -1, ())
+
+
 class LaunchHook:
     """Process-wide singleton; installed while at least one session uses it."""
 
@@ -58,8 +73,6 @@ class LaunchHook:
             cls._instance = super().__new__(cls)
             cls._instance._metadata_states = {}  # raw kernel name -> its metadata state
             cls._instance._parsed = {}  # (raw name, metadata items, types) -> (name, metrics, plain)
-            # (scope path, raw kernel name) -> (its metadata state, the path of that state there)
-            cls._instance._metadata_paths = {}
             cls._instance.sessions = set()
             cls._instance.configure()
         return cls._instance
@@ -79,9 +92,9 @@ class LaunchHook:
         return self._exclude is None or self._exclude.match(name) is None
 
     def enter(self, metadata) -> None:
-        # Runs on every hooked launch. A launch repeated under the same scope with the same metadata
-        # values takes the fast path: two marks and a counter, no further call (22 Python calls
-        # per hooked launch instead of 44).
+        # Runs on every hooked launch. A kernel launched again under the same scope with the
+        # metadata values of its last launch there takes the fast path: two marks, the metadata,
+        # one comparison and a counter per session (`_KernelInScope`).
         rt = RUNTIME
         if not rt.active:
             return
@@ -89,7 +102,6 @@ class LaunchHook:
             t = rt.shadow.local.thread
         except AttributeError:
             t = rt.init_thread()
-        stack = t.stack
         t.launch_op = None
         if t.in_metadata:  # a launch made by launch_metadata itself: not hooked
             return
@@ -97,18 +109,17 @@ class LaunchHook:
         if self._filtering and not self._wanted(raw_name):
             return
         fast = rt.fast and t.state is None and not self._filtering
-        top = stack[-1]
-        waiting = self._metadata_paths.get((top, raw_name)) if fast else None
-        if waiting is None:
+        top = t.stack[-1]
+        kernel = rt.hooked_kernels.get((top, raw_name)) if fast else None
+        if kernel is None:
             self._enter_slowly(rt, t, metadata, raw_name, fast)
             return
-        state, path = waiting
         clock = rt.mark_clock
-        t.state = state
+        t.state = kernel.state
         if clock is not None:
             marks = t.marks
             marks.append(clock())
-            marks.append(path)
+            marks.append(kernel.state_path)
         t.in_metadata = True
         try:
             values = metadata.get()
@@ -119,32 +130,41 @@ class LaunchHook:
         finally:
             t.in_metadata = False
         t.state = None
-        try:  # (top,) + `_metadata_key(raw_name, values)`, inlined
-            key = (top, raw_name, tuple(values.items()), tuple(map(type, values.values())))
-            known = rt.hooked_launches.get(key)
-        except TypeError:
-            key = known = None
-        if known is None:
-            self._finish_slowly(rt, t, metadata.data, values, None, key and key[1:], top)
-            return
-        op, counted = known
+        last = kernel.last
+        types = [*map(type, values.values())]
+        # The types first: the last values are plain, so `==` then compares plain values only
+        # (a tensor's `==` would launch a kernel), and True == 1 == 1.0 are told apart.
+        if types == last[0] and values == last[1]:
+            op, counters = last[2], last[3]
+        else:
+            try:  # (top,) + `_metadata_key(raw_name, values)`, inlined
+                key = (top, raw_name, tuple(values.items()), tuple(types))
+                launch = rt.hooked_launches.get(key)
+            except TypeError:
+                key = launch = None
+            if launch is None:
+                self._finish_slowly(rt, t, metadata.data, values, None, key and key[1:], kernel)
+                return
+            op, counters = launch
+            kernel.last = (types, dict(values), op, counters)
         if clock is not None:
             marks.append(clock())
             marks.append(op)
-        if counted is not None:
-            for s in rt.active:
-                s.count_launch(counted)
+        for counter in counters:
+            next(counter)
         t.launch_op = op
 
     def _enter_slowly(self, rt, t, metadata, raw_name, fast: bool) -> None:
-        """A launch whose metadata state path is not known yet, or under a state or filters."""
+        """A launch of a kernel not launched under this scope since the last registry change,
+        or under a state or filters."""
         state = self._metadata_states.get(raw_name)
         if state is None:
             state = self._metadata_states[raw_name] = (COMPUTE_METADATA_SCOPE_NAME, str(raw_name))
         previous = rt.enter_transient_state(state)
+        kernel = None
         if fast:
             top = t.stack[-1]
-            self._metadata_paths[(top, raw_name)] = (state, rt.shadow.effective(t, top))
+            kernel = rt.hooked_kernels[(top, raw_name)] = _KernelInScope(top, state, rt.shadow.effective(t, top))
         t.in_metadata = True
         try:
             values = metadata.get()
@@ -153,14 +173,13 @@ class LaunchHook:
             raise
         finally:
             t.in_metadata = False
-        self._finish_slowly(rt, t, metadata.data, values, previous, _metadata_key(raw_name, values),
-                            t.stack[-1] if fast else None)
+        self._finish_slowly(rt, t, metadata.data, values, previous, _metadata_key(raw_name, values), kernel)
 
     def _finish_slowly(self, rt, t, data: dict, values: dict, previous, key: tuple | None,
-                       top: int | None) -> None:
+                       kernel: _KernelInScope | None) -> None:
         """From the metadata `values` (remembered by `key`, see `_metadata_key`) to the launch's
-        op; remembers the launch for the fast path under scope path `top` (None: not on the fast
-        path) when the values are plain (numbers and strings)."""
+        op; remembers the launch for the fast path of `kernel` (None: not on the fast path) when
+        the values are plain (numbers and strings)."""
         raw_name = data.get("name")
         try:
             name, metrics, plain = self._name_and_metrics(raw_name, values, key)
@@ -171,9 +190,11 @@ class LaunchHook:
         except BaseException:
             rt.exit_transient_state(previous)
             raise
-        op = t.launch_op = rt.op_after_transient_state(previous, name, metrics, props)
-        if plain and key is not None and top is not None and len(rt.hooked_launches) < _PARSED_MAX:
-            rt.hooked_launches[(top, *key)] = (op, (op, metrics) if metrics else None)
+        op, counters = rt.op_after_transient_state(previous, name, metrics, props)
+        t.launch_op = op
+        if plain and key is not None and kernel is not None and len(rt.hooked_launches) < _PARSED_MAX:
+            rt.hooked_launches[(kernel.scope, *key)] = (op, counters)
+            kernel.last = ([*map(type, values.values())], dict(values), op, counters)
 
     def _name_and_metrics(self, raw_name, values: dict, key: tuple | None) -> tuple[str, tuple, bool]:
         """The launch's node name, its metrics `((name, value), ...)` from what `launch_metadata`
