@@ -71,13 +71,13 @@ def triton_hook_pairs():
     `triton.knobs.runtime` while a `hook="triton"` session runs, or None when another tool's hook
     is installed too (then Triton's empty chains are not known). "None" is Triton's empty chains;
     "metadata only" evaluates the launch metadata and nothing else (what any metadata hook costs at
-    least), through partials as Lepton's sole hook is."""
+    least), through a partial as Lepton's sole hook is, with no exit hook, as Lepton's."""
     from triton import knobs
 
     runtime = knobs.runtime
     lepton_hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
-    no_hooks = tuple(getattr(h, "lepton_chain", None) for h in lepton_hooks)
+    no_hooks = (getattr(lepton_hooks[0], "lepton_chain", None), getattr(lepton_hooks[0], "lepton_exit_chain", None))
     if None in no_hooks:
         return None
-    metadata_only = (functools.partial(lambda metadata: metadata.get()), functools.partial(lambda metadata: None))
+    metadata_only = (functools.partial(lambda metadata: metadata.get()), None)
     return lepton_hooks, no_hooks, metadata_only

@@ -38,6 +38,12 @@ class HookChain:
             call(*args)
 
 
+def call_exit_hook(runtime, metadata) -> None:
+    """What Triton's C launcher does after a launch: calls the exit slot unless it is None."""
+    if runtime.launch_exit_hook is not None:
+        runtime.launch_exit_hook(metadata)
+
+
 def install_knobs(monkeypatch, chain: bool = False) -> types.SimpleNamespace:
     """Makes `from triton import knobs` find a fresh stand-in; returns its `runtime`. Its hooks
     are one slot each (Triton 3.3 to 3.5) or, with `chain`, `HookChain`s (Triton 3.6)."""

@@ -426,8 +426,17 @@ class Runtime:
             for s in self.active:
                 s.set_properties_once(op, properties)
             done.add(op)
-        self.mark(t, op)
+        self.mark_next_launch(t, op)
         return op, counters
+
+    def mark_next_launch(self, t, op: int) -> None:
+        """Thread `t`'s next launch is in `op` (a hooked launch's node), the launches after it in
+        the thread's own path: a one-shot pair on its time line (`collect.timeline`), so that no
+        mark is needed once the launch is made."""
+        clock = self.mark_clock
+        if clock is not None:
+            now = clock()
+            t.marks.extend((now, ~op, now, self.shadow.effective(t, t.stack[-1])))
 
     def enter_transient_state(self, names: tuple[str, ...]):
         """Sets the thread's state for a short region (launch-metadata evaluation); returns a token
@@ -456,12 +465,6 @@ class Runtime:
         except BaseException:  # e.g. a metric whose type changed: the thread leaves the state
             self.remark(t)
             raise
-
-    def exit_op(self, op: int) -> None:
-        """The launch of `op` is over: the thread is back in its own path."""
-        t = getattr(self.shadow.local, "thread", None)
-        if t is not None:  # not if every session ended meanwhile
-            self.remark(t)
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:

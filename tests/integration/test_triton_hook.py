@@ -8,7 +8,7 @@ import threading
 import types
 
 import pytest
-from triton_standin import LazyDict
+from triton_standin import LazyDict, call_exit_hook
 
 import lepton as proton
 
@@ -17,7 +17,7 @@ def launch(knobs, backend, raw_name, meta_fn=None, duration=100):
     md = LazyDict({"name": raw_name, "function": 1, "stream": 0}, meta_fn)
     knobs.launch_enter_hook(md)
     backend.launch(raw_name, duration)
-    knobs.launch_exit_hook(md)
+    call_exit_hook(knobs, md)
 
 
 def load(path):
@@ -131,7 +131,7 @@ def launch_compiled(knobs, fake, kernel):
     md = kernel.launch_metadata((1,), 0)  # what Triton calls right before the launch hook
     knobs.launch_enter_hook(md)
     fake().launch("matmul_kernel", 50)
-    knobs.launch_exit_hook(md)
+    call_exit_hook(knobs, md)
 
 
 def test_triton_kernels_carry_their_compiled_properties(knobs, fake, compiled_kernel_class):
@@ -209,7 +209,7 @@ def test_a_launch_whose_metrics_are_refused_leaves_the_thread_in_its_scope(knobs
             try:
                 knobs.launch_enter_hook(md)
                 fake().launch("k", 10)
-                knobs.launch_exit_hook(md)
+                call_exit_hook(knobs, md)
             except proton.MetricTypeError:
                 pass
         fake().launch("torch_kernel", 10)

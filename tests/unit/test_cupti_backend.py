@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from triton_standin import LazyDict
+from triton_standin import LazyDict, call_exit_hook
 
 import lepton as proton
 from lepton.collect import backend as backend_registry
@@ -628,7 +628,7 @@ def test_python_context_with_the_launch_hook_keeps_the_kernel_under_its_op(fake_
         data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
         cupti_backend._resource_callback(None, layout.CB_DOMAIN_DRIVER_API, 652, ctypes.addressof(data))
         cupti.launch(0x7F00_0000_1000)
-        knobs.launch_exit_hook(md)
+        call_exit_hook(knobs, md)
 
     launch_here()
     proton.finalize()
@@ -652,7 +652,7 @@ def _triton_launch(knobs, cupti, name_ptr=0x7F00_0000_1000):
     md = LazyDict({"name": "add_kernel", "function": 1, "stream": 0}, lambda: {"name": "add_4096"})
     knobs.launch_enter_hook(md)
     cupti.launch(name_ptr)
-    knobs.launch_exit_hook(md)
+    call_exit_hook(knobs, md)
 
 
 def _kernel_paths(root, kernel="add_kernel"):

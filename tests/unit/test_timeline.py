@@ -166,3 +166,43 @@ def test_lookups_on_arrays_handed_out_before_a_trim_stay_right():
     before = (times.copy(), paths.copy())
     tl.forget_before(1025)
     assert times.tolist() == before[0].tolist() and paths.tolist() == before[1].tolist()
+
+
+def test_a_one_shot_pair_gives_its_path_to_the_next_launch_only():
+    tl = ThreadTimelines(clock=ticking_clock())
+    tl.mark(5)  # t=1000: in scope 5
+    tl.mark_next_launch(9, 5)  # t=1010: the next launch is op 9, then back in 5
+    tl.mark(0)  # t=1020
+    me = threading.get_native_id()
+    times = np.array([1005, 1012, 1015, 1019, 1025])
+    assert tl.paths_at(np.full(len(times), me), times).tolist() == [5, 9, 5, 5, 0]
+
+
+def test_a_one_shot_pair_is_taken_once_across_lookups_and_by_the_earliest_launch():
+    tl = ThreadTimelines(clock=ticking_clock())
+    tl.mark_next_launch(9, 5)  # t=1000
+    tl.mark_next_launch(8, 5)  # t=1010
+    me = threading.get_native_id()
+    # Launches of one lookup need not be in time order; the earliest after a pair takes it.
+    assert tl.paths_at(np.full(2, me), np.array([1004, 1001])).tolist() == [5, 9]
+    # The next lookup (the next buffer) goes on in time: the first pair was taken already.
+    assert tl.paths_at(np.full(3, me), np.array([1006, 1011, 1013])).tolist() == [5, 8, 5]
+    assert tl.paths_at(np.full(1, me), np.array([1015])).tolist() == [5]
+    tl.mark_next_launch(7, 6)  # t=1020
+    assert tl.paths_at(np.full(2, me), np.array([1021, 1022])).tolist() == [7, 6]
+
+
+def test_a_pair_taken_on_another_thread_is_not_taken_here():
+    tl = ThreadTimelines(clock=ticking_clock())
+    tl.mark_next_launch(9, 5)  # t=1000, this thread
+    me = threading.get_native_id()
+    assert tl.paths_at(np.array([me + 1, me]), np.array([1001, 1002])).tolist() == [0, 9]
+
+
+def test_forgetting_keeps_a_one_shot_pair_whole():
+    tl = ThreadTimelines(clock=ticking_clock())
+    tl.mark(5)  # t=1000
+    tl.mark_next_launch(9, 5)  # t=1010: its launch may come after the horizon
+    tl.forget_before(1015)
+    me = threading.get_native_id()
+    assert tl.paths_at(np.full(2, me), np.array([1016, 1017])).tolist() == [9, 5]

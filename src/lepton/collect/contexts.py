@@ -28,14 +28,13 @@ class ThreadState:
     attribute of a `threading.local` costs ≈100 ns to read or write (a per-thread dict lookup
     each time, measured), one of this object ≈15 ns, and the hot paths touch several."""
 
-    __slots__ = ("in_metadata", "lane", "launch_op", "marks", "stack", "state")
+    __slots__ = ("in_metadata", "lane", "marks", "stack", "state")
 
     def __init__(self, stack: list[int], marks: list[int], lane: int) -> None:
         self.stack = stack
         self.marks = marks  # this thread's time line (`ThreadLog.marks`): [time, path, time, path, ...]
         self.state: tuple[str, ...] | None = None
         self.lane = lane
-        self.launch_op: int | None = None  # the op of the hooked launch in progress (`hooks.launch`)
         self.in_metadata = False  # evaluating a launch's metadata (a launch inside it is not hooked)
 
 

@@ -6,6 +6,13 @@ in from then on. A launch's record carries the launching thread's id and its sta
 same clock (the backend picks the clock, see `cupti.clock`), so the launch's path is the last mark
 of its thread at or before that time: one `searchsorted` per thread for a whole buffer.
 
+A launch hook knows the path of one launch only (a Triton launch's op node): it appends a one-shot
+pair, `[t, ~op, t, path]`, "the thread's next launch from `t` on is in `op`, the launches after it
+in `path`", so that Triton need not call back into Python after the launch to mark the thread back
+(`mark_next_launch`). Each thread's launches come in time order, so the first launch after a pair
+is told apart by its time; which pair a thread's last first launch took is kept between lookups
+(`ThreadTimelines.paths_at`), for a launch whose record came in an earlier buffer.
+
 This replaces pushing CUPTI external correlation ids (cupti-notes §3). Measured on the H200, per
 step of 3 launches in one scope, median of 12-20 alternations in one process: the ext-id push/pop
 plus the EXTERNAL_CORRELATION records cost 2.3-2.7 µs more than no attribution at all, these marks
@@ -102,6 +109,7 @@ class ThreadTimelines:
         self._tls = threading.local()
         self._logs: list[ThreadLog] = []
         self._lock = threading.Lock()
+        self._taken: dict[int, int] = {}  # thread id -> time of the last one-shot pair a launch took
 
     def log(self) -> ThreadLog:
         """The calling thread's log, created on its first use."""
@@ -118,6 +126,12 @@ class ThreadTimelines:
         marks = self.log().marks
         marks.append(self.clock())
         marks.append(path_id)
+
+    def mark_next_launch(self, launch_path: int, path_id: int) -> None:
+        """The calling thread's next launch is in `launch_path`, the ones after it in `path_id`:
+        a one-shot pair (see the module's doc; the launch hooks inline this)."""
+        now = self.clock()
+        self.log().marks.extend((now, ~launch_path, now, path_id))
 
     def marks_by_thread(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """`thread id -> (times, paths)`, each thread's marks in time order. Called from CUPTI's
@@ -140,7 +154,9 @@ class ThreadTimelines:
         return out
 
     def paths_at(self, thread_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
-        return paths_at(self.marks_by_thread(), thread_ids, times)
+        """The path of each launch `(thread id, time)`; each launch is looked up once, a thread's
+        in time order (one-shot pairs are taken by the first)."""
+        return paths_at(self.marks_by_thread(), thread_ids, times, self._taken)
 
     def forget_before(self, time_ns: int) -> None:
         """Drops the marks no launch can need any more: those before `time_ns` except each
@@ -158,10 +174,12 @@ class ThreadTimelines:
         with self._lock:
             kept = []
             for log in self._logs:
-                times, _ = log.sync()
+                times, paths = log.sync()
                 horizon = horizon_of(log.thread_id)
                 if horizon is not None and log.in_order:
                     keep_from = int(np.searchsorted(times, horizon, side="right")) - 1
+                    if keep_from > 0 and paths[keep_from - 1] < 0:
+                        keep_from -= 1  # a one-shot pair stays whole: its launch may come later
                     if keep_from > 0:
                         log.forget(keep_from)
                 if log.ended_by is None:
@@ -174,9 +192,11 @@ class ThreadTimelines:
             self._logs = kept
 
 def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.ndarray,
-             times: np.ndarray) -> np.ndarray:
+             times: np.ndarray, taken: dict[int, int] | None = None) -> np.ndarray:
     """The path of each `(thread id, time)`: its thread's last mark at or before that time, ROOT
-    for threads with no mark then (no scope entered yet)."""
+    for threads with no mark then (no scope entered yet). A one-shot pair gives its launch path to
+    the first launch after it, unless `taken` (thread id -> time of the last pair taken, updated
+    here) says a launch looked up before took it."""
     out = np.full(len(times), ROOT, np.int64)
     if not len(times):
         return out
@@ -194,5 +214,32 @@ def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.nda
         sel = np.flatnonzero(thread_ids == tid)
         at = np.searchsorted(mark_times, times[sel], side="right") - 1
         found = at >= 0
-        out[sel[found]] = mark_paths[at[found]]
+        sel, at = sel[found], at[found]
+        paths = mark_paths[at]
+        if len(at) and mark_paths.min() < 0:
+            _take_one_shot_pairs(paths, at, times[sel], mark_times, mark_paths, tid, taken)
+        out[sel] = paths
     return out
+
+
+def _take_one_shot_pairs(paths: np.ndarray, at: np.ndarray, times: np.ndarray, mark_times: np.ndarray,
+                         mark_paths: np.ndarray, tid: int, taken: dict[int, int] | None) -> None:
+    """In place: `paths` (at marks `at`) of one thread's launches at `times`, where the thread has
+    one-shot pairs `[t, ~launch path, t, path]`: the first launch after a pair is in its launch
+    path. A pair is appended by one `list.extend`, so a launch is never found at its first mark."""
+    pair = at - 1
+    in_pair = (pair >= 0) & (mark_paths[np.maximum(pair, 0)] < 0)
+    if not in_pair.any():
+        return
+    idx = np.flatnonzero(in_pair)
+    idx = idx[np.argsort(times[idx], kind="stable")]
+    pairs = pair[idx]
+    first = np.ones(len(idx), bool)
+    first[1:] = pairs[1:] != pairs[:-1]
+    if taken is not None:
+        pair_times = mark_times[pairs]
+        first &= pair_times != taken.get(tid, -1)  # its launch was looked up before
+        if first.any():
+            taken[tid] = int(pair_times[first][-1])
+    winners = idx[first]
+    paths[winners] = ~mark_paths[pair[winners]]

@@ -5,7 +5,9 @@ kernel launch when a hook is installed; `metadata` is a `LazyDict` whose `get()`
 kernel's `launch_metadata(grid, metadata, args)` function. The returned `name` renames the launch's
 kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become metrics of exactly
 that launch's node: `Runtime._enter_op` makes an op node under the current scope and marks it as the
-launch's path on its thread's time line, so the kernel record lands on it whichever thread launches.
+path of the thread's next launch on its time line (a one-shot pair, `collect.timeline`), so the
+kernel record lands on it whichever thread launches. Lepton's hooks need no exit hook: where one is
+Triton's only hook, Triton's exit slot is emptied, and Triton calls nothing after the launch.
 
 GPU work that `launch_metadata` itself launches runs under the state
 `__proton_launch_metadata:<kernel>`, so it stays out of the user's tree (the viewer hides it).
@@ -102,7 +104,6 @@ class LaunchHook:
             t = rt.shadow.local.thread
         except AttributeError:
             t = rt.init_thread()
-        t.launch_op = None
         if t.in_metadata:  # a launch made by launch_metadata itself: not hooked
             return
         raw_name = metadata.data.get("name")
@@ -147,12 +148,11 @@ class LaunchHook:
                 return
             op, counters = launch
             kernel.last = (types, dict(values), op, counters)
-        if clock is not None:
-            marks.append(clock())
-            marks.append(op)
+        if clock is not None:  # Runtime.mark_next_launch, inlined
+            now = clock()
+            marks.extend((now, ~op, now, top))
         for counter in counters:
             next(counter)
-        t.launch_op = op
 
     def _enter_slowly(self, rt, t, metadata, raw_name, fast: bool) -> None:
         """A launch of a kernel not launched under this scope since the last registry change,
@@ -191,7 +191,6 @@ class LaunchHook:
             rt.exit_transient_state(previous)
             raise
         op, counters = rt.op_after_transient_state(previous, name, metrics, props)
-        t.launch_op = op
         if plain and key is not None and kernel is not None and len(rt.hooked_launches) < _PARSED_MAX:
             rt.hooked_launches[(kernel.scope, *key)] = (op, counters)
             kernel.last = ([*map(type, values.values())], dict(values), op, counters)
@@ -222,29 +221,12 @@ class LaunchHook:
             self._parsed[key] = parsed
         return parsed
 
-    def exit(self, metadata) -> None:
-        rt = RUNTIME
-        t = getattr(rt.shadow.local, "thread", None)
-        if t is None:
-            return
-        op = t.launch_op
-        if op is None:
-            return
-        t.launch_op = None
-        clock = rt.mark_clock
-        if rt.fast and t.state is None and clock is not None:  # Runtime.exit_op inlined
-            marks = t.marks
-            marks.append(clock())
-            marks.append(t.stack[-1])
-        else:
-            rt.exit_op(op)
-
 
 class TritonStackHook:
     """With a python-context session on a backend that `reads_triton_stacks`: marks the Python
-    stack of each Triton launch on a time line of its own (path + 1 while the launch call runs, 0
-    after it), so that the backend need not call back into Python from Triton's launch API (two
-    calls through ctypes per launch). Installed whether or not `hook="triton"` is."""
+    stack of each Triton launch on a time line of its own (a one-shot pair: path + 1 for the
+    launch, 0 after it), so that the backend need not call back into Python from Triton's launch
+    API (two calls through ctypes per launch). Installed whether or not `hook="triton"` is."""
 
     def __init__(self, timeline: ThreadTimelines, caller_path: Callable[[], int]) -> None:
         self.timeline = timeline
@@ -253,20 +235,15 @@ class TritonStackHook:
         self._local = threading.local()  # .marks: the calling thread's marks on `timeline`
 
     def enter(self, metadata) -> None:
-        self._mark(self.caller_path() + 1)  # frames of Lepton and Triton are folded
-
-    def exit(self, metadata) -> None:
-        self._mark(0)
-
-    def _mark(self, value: int) -> None:
         clock = RUNTIME.mark_clock
-        if clock is not None:
+        if clock is not None:  # ThreadTimelines.mark_next_launch, inlined
+            path = self.caller_path()  # frames of Lepton and Triton are folded
             try:
                 marks = self._local.marks
             except AttributeError:
                 marks = self._local.marks = self.timeline.log().marks
-            marks.append(clock())
-            marks.append(value)
+            now = clock()
+            marks.extend((now, ~(path + 1), now, 0))
 
 
 _stack_hook: TritonStackHook | None = None
@@ -294,10 +271,6 @@ def mark_triton_stacks(timeline: ThreadTimelines | None, caller_path: Callable[[
             return False  # one hook slot (older Triton): left to hook="triton"
         _install(hook)
     except (ImportError, AttributeError, RuntimeError):
-        try:
-            _uninstall(hook)  # an enter hook installed without its exit hook
-        except (ImportError, AttributeError):
-            pass
         return False
     _stack_hook = hook
     return True
@@ -317,43 +290,54 @@ def _knobs():
 
 
 def _install(hook) -> None:
+    """Puts `hook.enter` in Triton's launch enter hook."""
     runtime = _knobs()
-    for attr, fn in (("launch_enter_hook", hook.enter), ("launch_exit_hook", hook.exit)):
-        current = getattr(runtime, attr)
-        if getattr(current, "calls", None) == [] and hasattr(current, "add"):
-            setattr(runtime, attr, _sole_hook(runtime, attr, current, fn))  # Triton 3.6, no other hook
-        elif hasattr(current, "add"):  # a HookChain (newer Triton): other hooks keep running
-            current.add(fn)
-        elif current is None:
-            setattr(runtime, attr, fn)
-        elif current is not fn:
-            raise RuntimeError(f"triton.knobs.runtime.{attr} is already set by another tool ({current!r}); "
-                               "lepton's hook='triton' cannot chain with it on this Triton version")
+    fn, current = hook.enter, runtime.launch_enter_hook
+    if getattr(current, "calls", None) == [] and hasattr(current, "add"):
+        runtime.launch_enter_hook = _sole_hook(runtime, current, fn)  # Triton 3.6, no other hook
+    elif hasattr(current, "add"):  # a HookChain (newer Triton): other hooks keep running
+        current.add(fn)
+    elif current is None:
+        runtime.launch_enter_hook = fn
+    elif current is not fn:
+        raise RuntimeError(f"triton.knobs.runtime.launch_enter_hook is already set by another tool ({current!r}); "
+                           "lepton's hook='triton' cannot chain with it on this Triton version")
 
 
-def _sole_hook(runtime, attr: str, chain, fn):
-    """What stands in for Triton's empty chain of hooks (`HookChain`) while `fn` is the only hook.
+def _sole_hook(runtime, chain, fn):
+    """What stands in for Triton's empty chain of enter hooks (`HookChain`) while `fn` is the only
+    hook; Triton's exit slot is emptied meanwhile (None) if its chain is empty too.
 
-    Triton's C launcher calls the hook object on every launch. A `functools.partial` calls `fn`
-    with no Python frame of its own, where `HookChain.__call__` is a Python method that forwards
-    `*args, **kwargs`. Measured on the H100 in the launch loop (one process, 24 rounds): a no-op
-    enter and exit hook through the chains cost 4.4 µs per step, while a hook that evaluates the
-    launch metadata, set in the slots directly, cost nothing measurable. It answers the chain's
-    `add`, `remove` and `calls`: another tool's `add` puts the chain back, with `fn` and its hook
-    in it."""
+    Triton's C launcher calls the hook objects on every launch, and skips a slot that is None. A
+    `functools.partial` calls `fn` with no Python frame of its own, where `HookChain.__call__` is a
+    Python method that forwards `*args, **kwargs`. Measured on the H100 in the launch loop (one
+    process, 24 rounds): a no-op enter and exit hook through the chains cost 4.4 µs per step, while
+    a hook that evaluates the launch metadata, set in the slots directly, cost nothing measurable.
+    It answers the chain's `add`, `remove` and `calls`: another tool's `add` puts the chains back,
+    with `fn` and its hook in the enter chain (tools add their enter hook first)."""
     sole = functools.partial(fn)
     sole.calls = [fn]
     sole.reversed = getattr(chain, "reversed", False)
     sole.lepton_chain = chain  # the chain it stands in for, put back at uninstall
+    exit_chain = runtime.launch_exit_hook
+    sole.lepton_exit_chain = None  # the exit chain emptied meanwhile, if it was
+    if getattr(exit_chain, "calls", None) == [] and hasattr(exit_chain, "add"):
+        sole.lepton_exit_chain = exit_chain
+        runtime.launch_exit_hook = None
+
+    def put_back():
+        runtime.launch_enter_hook = chain
+        if sole.lepton_exit_chain is not None and runtime.launch_exit_hook is None:
+            runtime.launch_exit_hook = sole.lepton_exit_chain
 
     def add(func):
         chain.add(fn)
         chain.add(func)
-        setattr(runtime, attr, chain)
+        put_back()
 
     def remove(func):
         if func == fn:
-            setattr(runtime, attr, chain)
+            put_back()
 
     sole.add, sole.remove = add, remove
     return sole
@@ -363,15 +347,14 @@ def _uninstall(hook, runtime=None) -> None:
     """Removes `hook` from `runtime` (default: the current `triton.knobs.runtime`)."""
     if runtime is None:
         runtime = _knobs()
-    for attr, fn in (("launch_enter_hook", hook.enter), ("launch_exit_hook", hook.exit)):
-        current = getattr(runtime, attr)
-        if hasattr(current, "remove"):
-            try:
-                current.remove(fn)
-            except ValueError:
-                pass
-        elif current == fn:
-            setattr(runtime, attr, None)
+    current = runtime.launch_enter_hook
+    if hasattr(current, "remove"):
+        try:
+            current.remove(hook.enter)
+        except ValueError:
+            pass
+    elif current == hook.enter:
+        runtime.launch_enter_hook = None
 
 
 def register(session: int) -> None:
