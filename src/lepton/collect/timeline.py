@@ -216,7 +216,7 @@ def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.nda
         found = at >= 0
         sel, at = sel[found], at[found]
         paths = mark_paths[at]
-        if len(at) and mark_paths.min() < 0:
+        if len(at) and mark_paths[max(int(at.min()) - 1, 0):int(at.max()) + 1].min() < 0:
             _take_one_shot_pairs(paths, at, times[sel], mark_times, mark_paths, tid, taken)
         out[sel] = paths
     return out
