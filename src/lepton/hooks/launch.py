@@ -193,7 +193,7 @@ class LaunchHook:
         op, counters = rt.op_after_transient_state(previous, name, metrics, props)
         if plain and key is not None and kernel is not None and len(rt.hooked_launches) < _PARSED_MAX:
             rt.hooked_launches[(kernel.scope, *key)] = (op, counters)
-            kernel.last = ([*map(type, values.values())], dict(values), op, counters)
+            kernel.last = (list(key[2]), dict(values), op, counters)  # key[2]: the value types
 
     def _name_and_metrics(self, raw_name, values: dict, key: tuple | None) -> tuple[str, tuple, bool]:
         """The launch's node name, its metrics `((name, value), ...)` from what `launch_metadata`
