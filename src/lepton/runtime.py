@@ -52,8 +52,9 @@ class Runtime:
         self.paths = PathTable()
         self.timeline = ThreadTimelines()
         self.shadow = ShadowStacks(self.paths, self.timeline)
-        # The Python stacks of Triton's launches in the python context (`hooks.launch.TritonStackHook`).
-        self.python_timeline = ThreadTimelines()
+        # The Python stacks of Triton's launches in the python context (`hooks.launch.TritonStackHook`);
+        # a thread that marks only there counts as a marking thread too.
+        self.python_timeline = ThreadTimelines(census=self.timeline.census)
         # The path of the Python stack that calls it (a partial: no frame of its own to skip).
         self.caller_path = functools.partial(python_path, self.paths)
         self.sessions: dict[int, Session] = {}

@@ -27,14 +27,18 @@ H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock
 
 class FakeCupti:
     """What the backend calls of libcupti, scripted: records written as CUPTI writes them (an API
-    record naming the launching thread, kernel records), delivered through the backend's real
-    buffer callbacks."""
+    record naming the launching thread where the launch APIs' records are on, kernel records with
+    their `queued` time where latency timestamps are on), delivered through the backend's real
+    buffer callbacks; the graph launch callback called where it is on."""
 
     path, version = "fake", 130001
 
-    def __init__(self, busy: bool = False, tsc: bool = False) -> None:
+    def __init__(self, busy: bool = False, tsc: bool = False, latency: bool = True) -> None:
         self.busy = busy
         self.tsc = tsc  # timestamps from a foreign source (torch.profiler's TSC): 3 ticks per ns
+        self.can_time_launches = latency  # cuptiActivityEnableLatencyTimestamps works
+        self.latency = False
+        self._stale_queued = 0  # what CUPTI leaves in a graph kernel's `queued`: the last eager one's
         self.thread_ids = 0
         self.subscribed = False
         self.detached = 0
@@ -83,6 +87,18 @@ class FakeCupti:
     def disable(self, kind):
         self.enabled.discard(kind)
         return 0
+
+    def enable_latency_timestamps(self, enable):
+        if not self.can_time_launches:
+            return -1
+        self.latency = bool(enable)
+        return 0
+
+    def api_records_on(self, domain, cbid):
+        """Whether a call records: its kind on and the call not switched off, or switched on alone."""
+        switch = self.api_switches.get((domain, cbid))
+        kind = layout.KIND_DRIVER if domain == "driver" else layout.KIND_RUNTIME
+        return switch is not False if kind in self.enabled else bool(switch)
 
     def enable_driver_api(self, cbid, enable):
         self.api_switches[("driver", cbid)] = enable
@@ -143,23 +159,41 @@ class FakeCupti:
 
     # -- the scripted program -----------------------------------------------------------------------
     def launch(self, name_ptr: int, *, graph_nodes=(0,), duration_ns: int = 2000, stream: int = 7):
-        """A launch on the calling thread: an API record, and (later) one kernel record per graph
-        node. Returns the correlation id."""
+        """A launch on the calling thread (`cudaLaunchKernel`, or `cuGraphLaunch` with graph nodes):
+        an API record, and (later) one kernel record per graph node. Returns the correlation id."""
+        graph = tuple(graph_nodes) != (0,)
+        domain, cbid = ("driver", 514) if graph else ("runtime", 211)
         now = self.timestamp()
         with self._lock:
             self._corr += 1
             corr = self._corr
+        # The tests call the callback of an eager launch themselves, from the frame it names.
+        if graph and self.callbacks.get((layout.CB_DOMAIN_DRIVER_API, cbid)):
+            self.call_back(layout.CB_DOMAIN_DRIVER_API, cbid, corr)
+        with self._lock:
             if layout.KIND_CONCURRENT_KERNEL not in self.enabled:
                 return corr
-            self._records.append((layout.KIND_RUNTIME, {
-                "start": now, "end": now + 500, "correlation_id": corr, "cbid": 211,
-                "thread_id": threading.get_native_id() if self.thread_ids == 1 else threading.get_ident() & 0xFFFF_FFFF}))
+            if self.api_records_on(domain, cbid):
+                self._records.append((layout.KIND_DRIVER if graph else layout.KIND_RUNTIME, {
+                    "start": now, "end": now + 500, "correlation_id": corr, "cbid": cbid,
+                    "thread_id": threading.get_native_id() if self.thread_ids == 1 else threading.get_ident() & 0xFFFF_FFFF}))
+            queued = self.timestamp() if self.latency else 0  # inside the call
+            if not graph:
+                self._stale_queued = queued
             for node in graph_nodes:
                 self._records.append((layout.KIND_CONCURRENT_KERNEL, {
                     "start": now + 10_000, "end": now + 10_000 + duration_ns, "correlation_id": corr,
                     "name": ctypes.addressof(self._names[name_ptr]), "graph_node_id": node, "stream_id": stream,
-                    "device_id": 0}))
+                    "device_id": 0, "queued": self._stale_queued if graph else queued}))
         return corr
+
+    @staticmethod
+    def call_back(domain, cbid, corr):
+        """CUPTI's launch callback, at API enter and exit, on the launching thread."""
+        data = _CallbackData(callback_site=0, correlation_id=corr)
+        cupti_backend._resource_callback(None, domain, cbid, ctypes.addressof(data))
+        data.callback_site = 1
+        cupti_backend._resource_callback(None, domain, cbid, ctypes.addressof(data))
 
 
 class FakeDriver:
@@ -183,7 +217,8 @@ def fake_cupti(monkeypatch):
     made = {}
 
     def factory(mode, busy=False, initialized=True):
-        made["cupti"] = FakeCupti(busy=made.get("busy", False), tsc=made.get("tsc", False))
+        made["cupti"] = FakeCupti(busy=made.get("busy", False), tsc=made.get("tsc", False),
+                                  latency=made.get("latency", True))
         made["driver"] = FakeDriver(initialized=made.get("initialized", True))
         made["backend"] = cupti_backend.CuptiBackend(mode, cupti=made["cupti"], driver=made["driver"])
         return made["backend"]
@@ -223,6 +258,78 @@ def test_kernels_land_under_the_scopes_active_at_their_launch(fake_cupti):
     assert fake_cupti["driver"].synchronized >= 1  # finalize waited for the GPU
     assert not cupti.subscribed and not cupti.enabled and cupti.zeroed_attr == 0
     assert cupti.detached == 1  # CUPTI left the process: later launches run uninstrumented
+
+
+def test_one_threads_launches_are_timed_by_their_kernel_records_alone(fake_cupti):
+    """No launch API record is written while one thread marks; latency timestamps are on for the
+    session only."""
+    proton.start("one", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    assert cupti.latency and backend.api_records == ""
+    assert not {layout.KIND_DRIVER, layout.KIND_RUNTIME} & cupti.enabled
+    with proton.scope("a"):
+        cupti.launch(0x7F00_0000_1000)
+    with proton.scope("b"):
+        cupti.launch(0x7F00_0000_1000)
+        cupti.launch(0x7F00_0000_2000)
+    assert not any(k in layout.API_KINDS for k, _ in cupti._records)
+    proton.finalize()
+    assert not cupti.latency
+    root, _ = hatchet("one.hatchet")
+    assert child(child(root, "a"), "add_kernel")["metrics"]["count"] == 1
+    assert child(child(root, "b"), "add_kernel")["metrics"]["count"] == 1
+    assert child(child(root, "b"), "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 1
+
+
+def test_a_second_marking_thread_turns_the_launch_api_records_on(fake_cupti):
+    """Kernels launched before the second thread's first scope keep theirs; after it, each thread's
+    launches land in its own scope; a thread that never marks follows the first (torch's autograd
+    threads launch backward()'s kernels while the calling thread waits in its scope)."""
+    proton.start("two", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    with proton.scope("main"):
+        cupti.launch(0x7F00_0000_1000)
+        assert backend.api_records == ""
+
+        def worker():
+            with proton.scope("worker"):
+                cupti.launch(0x7F00_0000_2000)
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert backend.api_records == "masked"
+        cupti.launch(0x7F00_0000_1000)
+        unmarked = threading.Thread(target=cupti.launch, args=(0x7F00_0000_2000,))
+        unmarked.start()
+        unmarked.join()
+    proton.finalize()
+    root, _ = hatchet("two.hatchet")
+    main = child(root, "main")
+    assert child(main, "add_kernel")["metrics"]["count"] == 2
+    assert child(main, "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 1  # the unmarked thread's
+    # The worker inherits the main thread's stack (Proton's shadow context), then its own scope.
+    assert child(child(main, "worker"), "_ZN2at6native18elementwise_kernel")["metrics"]["count"] == 1
+
+
+def test_graph_replays_take_their_launch_from_the_graph_launch_callback(fake_cupti):
+    """CUPTI leaves the last eager kernel's `queued` time in a graph's kernels; each replay's kernels
+    still land under that replay's scope."""
+    proton.start("replays", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    assert cupti.watched(layout.CB_DOMAIN_DRIVER_API) == [514, 515]
+    assert cupti.watched(layout.CB_DOMAIN_RUNTIME_API) == [311, 312]
+    with proton.scope("eager"):
+        cupti.launch(0x7F00_0000_2000)
+    for replay in ("replay0", "replay1"):
+        with proton.scope(replay):
+            cupti.launch(0x7F00_0000_1000, graph_nodes=[1, 2])
+    proton.finalize()
+    assert backend.api_records == ""
+    root, _ = hatchet("replays.hatchet")
+    assert [c["frame"]["name"] for c in child(root, "eager")["children"]] == ["_ZN2at6native18elementwise_kernel"]
+    for replay in ("replay0", "replay1"):
+        assert child(child(root, replay), "add_kernel")["metrics"]["count"] == 2
 
 
 def test_kernels_from_many_threads_land_under_each_threads_own_scope(fake_cupti):
@@ -274,8 +381,10 @@ def test_with_a_foreign_timestamp_source_kernels_still_land_in_their_scopes_in_n
 @pytest.mark.parametrize("detach", [True, False])
 def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti, monkeypatch, detach):
     """Either CUPTI is detached at the end (which resets every switch) or the switches are put
-    back as they were, for the next CUPTI client."""
+    back as they were, for the next CUPTI client. (A libcupti that cannot time launches in kernel
+    records: the launch API records are on from the start.)"""
     monkeypatch.setattr(cupti_backend, "DETACH_AT_STOP", detach)
+    fake_cupti["latency"] = False
     fake_cupti["initialized"] = False
     proton.start("early", backend="cupti")
     backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
@@ -480,9 +589,7 @@ def test_python_context_puts_every_kernel_of_a_graph_launch_under_the_launching_
     cupti = fake_cupti["cupti"]
 
     def replay_from_here():
-        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
-        cupti_backend._resource_callback(None, layout.CB_DOMAIN_DRIVER_API, 514, ctypes.addressof(data))
-        cupti.launch(0x7F00_0000_1000, graph_nodes=[1, 2, 3])
+        cupti.launch(0x7F00_0000_1000, graph_nodes=[1, 2, 3])  # calls the graph launch callback
 
     replay_from_here()
     proton.finalize()

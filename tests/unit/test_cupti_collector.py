@@ -153,6 +153,91 @@ def test_at_a_flush_kernels_without_a_launch_record_go_to_root_with_an_unknown_l
     assert sink.rows() == [("", "add_kernel", 100, 200, UNKNOWN_LAUNCH_NS, 0, 7)]
 
 
+def timed_kernel(marks, *, corr, path=0, t, thread=THREAD, graph_node=0, queued=None):
+    """A kernel record with latency timestamps on: `queued`, a time inside its launch call at `t`
+    (the thread was in `path` since just before)."""
+    marks.set(thread, t - 100, path)
+    return {"start": t + 1000, "end": t + 3000, "correlation_id": corr, "name": 0x1000,
+            "graph_node_id": graph_node, "queued": t + 5 if queued is None else queued}
+
+
+def test_with_launch_times_in_kernel_records_no_api_record_is_needed():
+    """One marking thread: each kernel's own `queued` time is its launch, on that thread."""
+    sink = Sink()
+    a, b = sink.paths.extend(0, ["a"]), sink.paths.extend(0, ["b"])
+    kinds, kernel, _, marks = empty()
+    pending = [timed_kernel(marks, corr=1, path=a, t=10_000), timed_kernel(marks, corr=2, path=b, t=20_000),
+               timed_kernel(marks, corr=3, t=30_000)]
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
+    col.launch_thread = lambda: THREAD
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=False) == 3  # none held
+    assert [(r[0], r[4]) for r in sink.rows()] == [("a", 10_005), ("b", 20_005), ("", 30_005)]
+    assert col.latest_launch == {THREAD: 30_005}
+
+
+def test_a_graph_kernels_launch_comes_from_the_graph_launch_log_not_its_queued_time():
+    """CUPTI leaves the last eager kernel's `queued` in a graph's kernels: it is not their launch."""
+    sink = Sink()
+    eager, replay = sink.paths.extend(0, ["eager"]), sink.paths.extend(0, ["replay"])
+    kinds, kernel, _, marks = empty()
+    first = timed_kernel(marks, corr=1, path=eager, t=10_000)
+    graph = [timed_kernel(marks, corr=2, path=replay, t=20_000, graph_node=n, queued=10_005) for n in (5, 6)]
+    add_kernels(kinds, kernel, [first, *graph])
+    buf = synthetic.pack(kinds, kernel)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
+    col.launch_thread = lambda: THREAD
+    col.graph_launches.extend((2, THREAD, 20_000))  # the graph launch callback's log
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=False) == 3
+    assert [(r[0], r[4]) for r in sink.rows()] == [("eager", 10_005), ("replay", 20_000), ("replay", 20_000)]
+    assert col.graph_launches == []
+
+
+def test_once_api_records_are_on_later_kernels_wait_for_theirs_and_earlier_ones_keep_their_own_time():
+    """A second thread marked at t=25_000: from then on launches have API records naming their
+    thread; a kernel queued before takes its own time, one queued after waits for its record."""
+    sink = Sink()
+    a, b = sink.paths.extend(0, ["a"]), sink.paths.extend(0, ["b"])
+    kinds, kernel, api, marks = empty()
+    before = timed_kernel(marks, corr=1, path=a, t=20_000)
+    after = timed_kernel(marks, corr=2, path=b, t=30_000, thread=77)
+    add_kernels(kinds, kernel, [before, after])
+    kernels = synthetic.pack(kinds, kernel)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
+    col.launch_thread = lambda: THREAD
+    col.api_records_from = 25_000
+    col.add_buffer(kernels, len(kernels))
+    assert col.process(flush=False) == 1
+    assert sink.rows()[0][0] == "a"
+    kinds, kernel, api, _ = empty()
+    kinds.append(RT)
+    api["start"].append(30_000)
+    api["correlation_id"].append(2)
+    api["thread_id"].append(77)
+    launches = synthetic.pack(kinds, kernel, api)
+    col.add_buffer(launches, len(launches))
+    assert col.process(flush=False) == 1
+    assert [(r[0], r[4]) for r in sink.rows()] == [("a", 20_005), ("b", 30_000)]
+
+
+def test_at_a_flush_a_kernel_still_without_its_api_record_takes_its_own_time():
+    sink = Sink()
+    a = sink.paths.extend(0, ["a"])
+    kinds, kernel, _, marks = empty()
+    add_kernels(kinds, kernel, [timed_kernel(marks, corr=3, path=a, t=40_000)])
+    buf = synthetic.pack(kinds, kernel)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
+    col.launch_thread = lambda: THREAD
+    col.api_records_from = 25_000
+    col.add_buffer(buf, len(buf))
+    assert col.process(flush=False) == 0
+    assert col.process(flush=True) == 1
+    assert [(r[0], r[4]) for r in sink.rows()] == [("a", 40_005)]
+
+
 def test_each_launch_takes_the_path_of_its_own_thread_at_its_own_time():
     """Two threads in different scopes, launching alternately; one leaves its scope between two
     launches."""

@@ -43,7 +43,37 @@ def test_each_thread_has_its_own_time_line():
     for t in threads:
         t.join()
     got = tl.paths_at(np.array([ids[7], ids[8], 12345]), np.array([10**9] * 3))
-    assert got.tolist() == [7, 8, 0]
+    first = 7 if tl.census.first == ids[7] else 8
+    assert got.tolist() == [7, 8, first]  # a thread that never marked follows the first that did
+    assert tl.census.several
+
+
+def test_a_thread_that_never_marked_follows_the_first_thread_but_takes_none_of_its_launch_ops():
+    """torch's autograd threads launch `backward()`'s kernels while the thread that called it waits
+    in its scope; a one-shot pair is the marking thread's own next launch."""
+    tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 5)
+    tl.mark(1)
+    tl.mark_next_launch(99, 1)
+    mark_times = tl.marks_by_thread()[5][0]
+    t = int(mark_times[-1]) + 1
+    got = tl.paths_at(np.array([77, 5, 77]), np.array([t, t + 1, t + 2]))
+    assert got.tolist() == [1, 99, 1]
+    assert tl.census.first == 5 and not tl.census.several
+
+
+def test_the_census_calls_back_once_when_a_second_thread_marks_before_its_first_mark():
+    tl = ThreadTimelines(clock=ticking_clock())
+    seen = []
+    tl.census.on_second_thread = lambda: seen.append(len(tl.marks_by_thread()))
+    tl.mark(1)
+    tl.mark(2)
+    for path in (3, 4):
+        t = threading.Thread(target=tl.mark, args=(path,))
+        t.start()
+        t.join()
+    assert seen == [1]  # once, before the second thread's log held a mark
+    tl.reset()
+    assert tl.census.first is None and not tl.census.several
 
 
 def test_threads_sharing_an_id_one_after_the_other_are_merged_by_time():
@@ -196,7 +226,8 @@ def test_a_pair_taken_on_another_thread_is_not_taken_here():
     tl = ThreadTimelines(clock=ticking_clock())
     tl.mark_next_launch(9, 5)  # t=1000, this thread
     me = threading.get_native_id()
-    assert tl.paths_at(np.array([me + 1, me]), np.array([1001, 1002])).tolist() == [0, 9]
+    # The other thread never marked: it follows this one's path, but not into its pair.
+    assert tl.paths_at(np.array([me + 1, me]), np.array([1001, 1002])).tolist() == [5, 9]
 
 
 def test_forgetting_keeps_a_one_shot_pair_whole():

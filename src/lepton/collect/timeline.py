@@ -22,6 +22,13 @@ Thread ids are system thread ids (gettid, `threading.get_native_id()`; the CUPTI
 write those, see `layout.THREAD_ID_TYPE_SYSTEM`). The kernel may give a new thread the id of one
 that ended; such threads' logs are merged by time, which keeps each one's marks in its own
 lifetime.
+
+A thread that never marked (torch's autograd threads, which run `backward()`'s kernels while the
+thread that called it waits) follows the first thread that marked: its launches land in that
+thread's path at their time (Proton gives such a thread a copy of the main thread's stack at its
+first launch). The `ThreadCensus` knows which threads marked: while only one did, a backend
+may attribute launches by time alone (CUPTI's launch API records, which name the thread, cost
+more than the kernel records).
 """
 from __future__ import annotations
 
@@ -33,6 +40,37 @@ from collections.abc import Callable
 import numpy as np
 
 from ..model.paths import ROOT
+
+
+class ThreadCensus:
+    """The threads that marked a path on any of the time lines sharing this census, and who to
+    tell when a second one does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # Called (on the new thread, before its first mark) when a second thread is seen.
+        self.on_second_thread: Callable[[], None] | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        self.first: int | None = None  # the thread id of the first thread that marked
+        self._seen: set[int] = set()
+
+    @property
+    def several(self) -> bool:
+        return len(self._seen) > 1
+
+    def saw(self, thread_id: int) -> None:
+        if thread_id in self._seen:
+            return
+        with self._lock:
+            second = len(self._seen) == 1 and thread_id not in self._seen
+            self._seen.add(thread_id)
+            if self.first is None:
+                self.first = thread_id
+        callback = self.on_second_thread
+        if second and callback is not None:
+            callback()
 
 
 class ThreadLog:
@@ -99,13 +137,16 @@ class ThreadTimelines:
     the backend that reads the marks (the clock its launch records are on)."""
 
     def __init__(self, clock: Callable[[], int] = time.time_ns,
-                 thread_id: Callable[[], int] = threading.get_native_id) -> None:
+                 thread_id: Callable[[], int] = threading.get_native_id,
+                 census: ThreadCensus | None = None) -> None:
         self.clock = clock
         self.thread_id = thread_id
+        self.census = census if census is not None else ThreadCensus()
         self.reset()
 
     def reset(self) -> None:
         """Forgets every thread's log (no session left)."""
+        self.census.reset()
         self._tls = threading.local()
         self._logs: list[ThreadLog] = []
         self._lock = threading.Lock()
@@ -116,7 +157,9 @@ class ThreadTimelines:
         try:
             return self._tls.log
         except AttributeError:
-            log = self._tls.log = ThreadLog(self.thread_id())
+            thread_id = self.thread_id()
+            self.census.saw(thread_id)
+            log = self._tls.log = ThreadLog(thread_id)
             with self._lock:
                 self._logs.append(log)
             return log
@@ -155,8 +198,9 @@ class ThreadTimelines:
 
     def paths_at(self, thread_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
         """The path of each launch `(thread id, time)`; each launch is looked up once, a thread's
-        in time order (one-shot pairs are taken by the first)."""
-        return paths_at(self.marks_by_thread(), thread_ids, times, self._taken)
+        in time order (one-shot pairs are taken by the first). A thread that never marked follows
+        the census's first thread."""
+        return paths_at(self.marks_by_thread(), thread_ids, times, self._taken, self.census.first)
 
     def forget_before(self, time_ns: int) -> None:
         """Drops the marks no launch can need any more: those before `time_ns` except each
@@ -192,11 +236,13 @@ class ThreadTimelines:
             self._logs = kept
 
 def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.ndarray,
-             times: np.ndarray, taken: dict[int, int] | None = None) -> np.ndarray:
+             times: np.ndarray, taken: dict[int, int] | None = None, followed: int | None = None) -> np.ndarray:
     """The path of each `(thread id, time)`: its thread's last mark at or before that time, ROOT
     for threads with no mark then (no scope entered yet). A one-shot pair gives its launch path to
     the first launch after it, unless `taken` (thread id -> time of the last pair taken, updated
-    here) says a launch looked up before took it."""
+    here) says a launch looked up before took it. A thread with no marks at all takes the path of
+    thread `followed`, if given, but none of its one-shot pairs (those are its own launches').
+    A pair's two marks share one time, so a lookup never stops at its first."""
     out = np.full(len(times), ROOT, np.int64)
     if not len(times):
         return out
@@ -208,15 +254,18 @@ def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.nda
         tids = np.unique(thread_ids).tolist()
     for tid in tids:
         thread_marks = marks.get(tid)
-        if thread_marks is None:
-            continue
+        own = thread_marks is not None
+        if not own:
+            thread_marks = marks.get(followed) if followed is not None else None
+            if thread_marks is None:
+                continue
         mark_times, mark_paths = thread_marks
         sel = np.flatnonzero(thread_ids == tid)
         at = np.searchsorted(mark_times, times[sel], side="right") - 1
         found = at >= 0
         sel, at = sel[found], at[found]
         paths = mark_paths[at]
-        if len(at) and mark_paths[max(int(at.min()) - 1, 0):int(at.max()) + 1].min() < 0:
+        if own and len(at) and mark_paths[max(int(at.min()) - 1, 0):int(at.max()) + 1].min() < 0:
             _take_one_shot_pairs(paths, at, times[sel], mark_times, mark_paths, tid, taken)
         out[sel] = paths
     return out

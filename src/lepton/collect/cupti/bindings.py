@@ -135,6 +135,15 @@ class Cupti:
     def enable_runtime_api(self, cbid: int, enable: bool) -> int:
         return self.lib.cuptiActivityEnableRuntimeApi(cbid, int(enable))
 
+    def enable_latency_timestamps(self, enable: bool) -> int:
+        """Kernel records carry `queued`, their launch call's time; returns CUPTI's status (-1
+        where this libcupti lacks the call)."""
+        fn = getattr(self.lib, "cuptiActivityEnableLatencyTimestamps", None)
+        if fn is None:
+            return -1
+        fn.restype, fn.argtypes = c_int, [c_uint8]
+        return fn(int(enable))
+
     def set_attribute_u8(self, attr: int, value: int) -> None:
         size, v = c_size_t(1), c_uint8(value)
         self.check(self.lib.cuptiActivitySetAttribute(attr, ctypes.byref(size), ctypes.byref(v)),

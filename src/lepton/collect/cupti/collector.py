@@ -1,8 +1,12 @@
 """From completed CUPTI buffers to `KernelBatch`es: parse, join, attribute. No ctypes here.
 
 What it joins (by CUPTI correlation id, the id of the launch API call):
-- an API record gives the launch's CPU time (`launch_ns`, which decides the sessions and phase) and
-  thread; the `timeline` tells which path that thread was in then: the kernel's parent path;
+- a launch record gives the launch's CPU time (`launch_ns`, which decides the sessions and phase)
+  and thread; the `timeline` tells which path that thread was in then: the kernel's parent path.
+  Launch records come from three places: CUPTI's API records of the launch calls; the graph
+  launches the backend's callback logs (`graph_launches`); and, while launches are told apart by
+  time alone (`own_launch_times_before`), a kernel's own `queued` time, taken as a launch of the
+  census's first thread (`launch_thread`);
 - a kernel record gives GPU start/end, device, stream, name; a graph replay's kernels all share the
   `cuGraphLaunch`'s correlation id and carry their graph node id.
 
@@ -14,6 +18,7 @@ stays in flight.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 
@@ -32,6 +37,7 @@ RecordSizer = Callable[[np.ndarray, int, int], int]
 `cuptiActivityGetNextRecord` in the backend, a table lookup in tests."""
 
 _CALIBRATION_RECORDS = 256  # records stepped through with the sizer per buffer until calibrated
+NEVER = (1 << 64) - 1  # a CUPTI time after every other
 
 
 class Collector:
@@ -62,6 +68,14 @@ class Collector:
         # CUPTI may keep a buffer per thread, so one thread's records can arrive long after a
         # busier thread's later ones.
         self.latest_launch: dict[int, int] = {}
+        # Set while kernel records carry their launch call's time (`queued`): a kernel with no API
+        # record of its launch is then a launch of `launch_thread()` (None: no thread marked yet)
+        # at that time. Those queued since `api_records_from` (CUPTI's clock) wait for their API
+        # record until the flush. See `backend.CuptiBackend` for when each holds.
+        self.launch_thread: Callable[[], int | None] | None = None
+        self.api_records_from = NEVER
+        # `correlation id, thread id, time` of each graph launch, appended by the launching thread.
+        self.graph_launches: list[int] = []
         self._held: parser.Records | None = None
         self._names: dict[int, str] = {}
         self._mask = (1 << table_bits) - 1
@@ -117,7 +131,7 @@ class Collector:
                 self._held = None
             if not parts:
                 return 0
-            rec = parser.Records.concat(parts)
+            rec = self._with_launch_records(parser.Records.concat(parts), flush)
             self._store_launch_stacks()  # appended before any record of their kernels was written
             self._remember_launches(rec)
             batch = self._attribute(rec, flush)
@@ -190,6 +204,39 @@ class Collector:
         self._stack_key[slot] = corr + 1  # a later id in the same slot wins (numpy: last write)
         self._stack_path[slot] = (packed >> np.uint64(32)).astype(np.int64)
         self.python_stacks = True
+
+    def _with_launch_records(self, rec: parser.Records, flush: bool) -> parser.Records:
+        """`rec` with the launch records that are not CUPTI API records added to its API columns:
+        the graph launches logged since the last parse, and the kernels that are their own launch
+        record (see `launch_thread`; at a flush, every API record is in: any kernel still without
+        one is)."""
+        corr, thread, start = [rec.a_corr], [rec.a_thread], [rec.a_start]
+        log = self.graph_launches
+        n = len(log) - len(log) % 3
+        if n:
+            graph = np.array(log[:n], np.uint64).reshape(-1, 3)
+            del log[:n]  # launching threads may append meanwhile
+            corr.append(graph[:, 0].astype(np.uint32))
+            thread.append(graph[:, 1].astype(np.uint32))
+            start.append(graph[:, 2])
+        launch_thread = self.launch_thread
+        if launch_thread is not None and len(rec.k_queued):
+            queued = rec.k_queued
+            own = (queued > 0) & (rec.k_graph_node == 0)  # a graph kernel's `queued` is not its launch's
+            if not flush:
+                own &= queued < np.uint64(self.api_records_from)
+            if own.any():
+                kc = rec.k_corr.astype(np.int64)
+                slot = kc & self._mask
+                own &= (self._key[slot] != kc + 1) & ~np.isin(rec.k_corr, rec.a_corr)
+                tid = launch_thread()
+                corr.append(rec.k_corr[own])
+                thread.append(np.full(int(np.count_nonzero(own)), 0xFFFF_FFFF if tid is None else tid, np.uint32))
+                start.append(queued[own])
+        if len(corr) == 1:
+            return rec
+        return dataclasses.replace(rec, a_corr=np.concatenate(corr), a_thread=np.concatenate(thread),
+                                   a_start=np.concatenate(start))
 
     def _remember_launches(self, rec: parser.Records) -> None:
         """Stores each launch's API time and the path its thread was in then in the join table."""
@@ -290,4 +337,5 @@ def _select_kernels(rec: parser.Records, sel: np.ndarray) -> parser.Records:
     return parser.Records(
         k_start=rec.k_start[sel], k_end=rec.k_end[sel], k_device=rec.k_device[sel],
         k_stream=rec.k_stream[sel], k_corr=rec.k_corr[sel], k_name_ptr=rec.k_name_ptr[sel],
-        k_graph_node=rec.k_graph_node[sel], a_corr=e.a_corr, a_start=e.a_start, a_thread=e.a_thread)
+        k_graph_node=rec.k_graph_node[sel], k_queued=rec.k_queued[sel], a_corr=e.a_corr,
+        a_start=e.a_start, a_thread=e.a_thread)

@@ -67,6 +67,10 @@ class Kernel:  # CUpti_ActivityKernel10
     correlation_id = 92  # uint32
     grid_id = 96  # int64
     name = 104  # const char*
+    # uint64: when the launch call queued the kernel, on the API records' clock (inside the call),
+    # with cuptiActivityEnableLatencyTimestamps; 0 otherwise. Not valid for a graph's kernels
+    # (measured: 0, or the last eager kernel's value).
+    queued = 120
     graph_node_id = 144  # uint64
     graph_id = 156  # uint32
 

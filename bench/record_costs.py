@@ -1,0 +1,119 @@
+"""What CUPTI's records cost per step, and whether a kernel record's `queued` time falls inside its
+launch call (GPU machine; one process).
+
+1. Checks, over the overhead benchmark's steps, that each kernel's `queued` time (latency
+   timestamps on) lies between the start and end of its launch call's API record: what lets
+   `collect.cupti.backend` take a kernel's launch time from its own record.
+2. Times the steps with CUPTI detached, attached with nothing on, and with kernel records, kernel
+   records with latency timestamps, kernel and launch API records. The states run in a random order
+   in each round (a state run first after a switch measured slower), and CUPTI is attached again
+   every round; each state is given against the detached one per round (paired).
+
+usage:  python bench/record_costs.py [--rounds 50] [--chunk 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=50)
+    ap.add_argument("--chunk", type=int, default=1000)
+    a = ap.parse_args()
+
+    import torch
+    from workload import overhead_step, step_loops
+
+    import lepton
+    from lepton.collect.cupti import layout, parser
+    from lepton.collect.cupti.collector import Collector
+    from lepton.runtime import RUNTIME
+
+    step = overhead_step()
+    bare, _ = step_loops(step, lepton.scope)
+    kernel, driver, runtime = layout.KIND_CONCURRENT_KERNEL, layout.KIND_DRIVER, layout.KIND_RUNTIME
+    out = tempfile.mkdtemp()
+
+    # 1. queued inside the launch call
+    buffers = []
+    add = Collector.add_buffer
+
+    def add_and_copy(self, buf, valid):
+        buffers.append(buf[:valid].copy())
+        add(self, buf, valid)
+
+    Collector.add_buffer = add_and_copy
+    lepton.start(os.path.join(out, "check"))
+    RUNTIME.backends["cupti"]._launch_threads_needed()  # API records too, to check against
+    bare(200)
+    torch.cuda.synchronize()
+    lepton.finalize()
+    Collector.add_buffer = add
+    calls, queued = {}, []
+    for buf in buffers:
+        offsets, _ = parser.walk(buf, len(buf), layout.size_table())
+        u32, u64 = buf.view("<u4"), buf.view("<u8")
+        for off in offsets.tolist():
+            kind = int(u32[off // 4])
+            if kind in layout.API_KINDS:
+                corr = int(u32[(off + layout.Api.correlation_id) // 4])
+                calls[corr] = (int(u64[(off + layout.Api.start) // 8]), int(u64[(off + layout.Api.end) // 8]))
+            elif kind in layout.KERNEL_KINDS:
+                queued.append((int(u32[(off + layout.Kernel.correlation_id) // 4]),
+                               int(u64[(off + layout.Kernel.queued) // 8])))
+    inside = sum(1 for corr, q in queued if corr in calls and calls[corr][0] <= q <= calls[corr][1])
+    print(f"kernels {len(queued)}, with an API record {sum(corr in calls for corr, _ in queued)}, "
+          f"queued inside the launch call {inside}")
+
+    # 2. costs
+    states = {"attached, nothing": (), "kernel": (kernel,), "kernel + queued": (kernel, "queued"),
+              "kernel + API": (kernel, driver, runtime)}
+    per_step = {s: [] for s in ("detached", *states)}
+
+    def timed(name):
+        bare(50)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        bare(a.chunk)
+        torch.cuda.synchronize()
+        per_step[name].append((time.perf_counter() - t0) / a.chunk * 1e6)
+
+    rng = random.Random(1)
+    for r in range(a.rounds):
+        timed("detached")
+        lepton.start(os.path.join(out, f"r{r}"))
+        backend = RUNTIME.backends["cupti"]
+        backend._launch_threads_needed()  # the API kinds on and masked once; toggled below
+        cupti = backend.cupti
+        order = list(states.items())
+        rng.shuffle(order)
+        for name, on in order:
+            for kind in (kernel, driver, runtime):
+                (cupti.enable if kind in on else cupti.disable)(kind)
+            off_driver, off_runtime = backend._masked  # enabling a kind turns all its APIs on again
+            for cbid in off_driver:
+                cupti.enable_driver_api(cbid, False)
+            for cbid in off_runtime:
+                cupti.enable_runtime_api(cbid, False)
+            cupti.enable_latency_timestamps("queued" in on)
+            timed(name)
+        lepton.finalize()
+    base = statistics.median(per_step["detached"])
+    print(f"{'state':20} {'µs/step':>8} {'+µs':>7} {'paired x':>9}   (median of {a.rounds} rounds of {a.chunk} steps)")
+    for name, values in per_step.items():
+        paired = statistics.median(v / d for v, d in zip(values, per_step["detached"]))
+        m = statistics.median(values)
+        print(f"{name:20} {m:8.2f} {m - base:7.2f} {paired:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
