@@ -115,25 +115,59 @@ def check_scoped_work(tmp_path, out: dict) -> None:
     assert "dropped" not in out["stderr"]
 
 
-def test_kernels_land_under_their_scopes_when_profiling_starts_before_cuda_init(tmp_path):
+# A second thread that enters a scope: launches need their thread from then on (API records).
+SECOND_THREAD = """
+other = threading.Thread(target=lambda: proton.scope("other").__enter__())
+other.start()
+other.join()
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernels_land_under_their_scopes_when_profiling_starts_before_cuda_init(tmp_path, threads):
     out = run(tmp_path, """
         proton.start("prof")  # backend=None picks cupti on an NVIDIA GPU
         assert "cupti" in RUNTIME.backends and not torch.cuda.is_initialized()
-        x, y, z = tensors()
-        """, SCOPED_WORK)
-    assert out["api_records"] == "per-cbid"
+        """, SECOND_THREAD if threads == 2 else "", "x, y, z = tensors()\n", SCOPED_WORK)
+    assert out["api_records"] == ("per-cbid" if threads == 2 else "")  # one thread: kernel records alone
     check_scoped_work(tmp_path, out)
 
 
-def test_kernels_land_under_their_scopes_when_profiling_starts_after_cuda_init(tmp_path):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernels_land_under_their_scopes_when_profiling_starts_after_cuda_init(tmp_path, threads):
     out = run(tmp_path, """
         x, y, z = tensors()
         add(x, y, z)
         torch.cuda.synchronize()
         proton.start("prof", backend="cupti")
-        """, SCOPED_WORK)
-    assert out["api_records"] == "masked"
+        """, SECOND_THREAD if threads == 2 else "", SCOPED_WORK)
+    assert out["api_records"] == ("masked" if threads == 2 else "")
     check_scoped_work(tmp_path, out)
+
+
+def test_backward_kernels_of_autograd_threads_land_under_the_scope_that_called_backward(tmp_path):
+    """torch runs backward()'s CUDA kernels on its autograd device thread, which never marks: they
+    follow the thread that waits in backward()."""
+    out = run(tmp_path, """
+        w = torch.randn(256, 256, device="cuda", requires_grad=True)
+        x = torch.randn(64, 256, device="cuda")
+        (x @ w).relu().sum().backward()
+        torch.cuda.synchronize()
+        proton.start("prof", backend="cupti")
+        for _ in range(3):
+            with proton.scope("forward"):
+                loss = (x @ w).relu().sum()
+            with proton.scope("backward"):
+                loss.backward()
+        api_records = RUNTIME.backends["cupti"].api_records
+        proton.finalize()
+        result(api_records=api_records)
+        """)
+    assert out["api_records"] == ""
+    flat, _ = tree(tmp_path / "prof.hatchet")
+    forward, backward = kernels_under(flat, ("forward",)), kernels_under(flat, ("backward",))
+    assert forward and backward and sum(backward.values()) >= sum(forward.values())
+    assert kernels_under(flat, ()) == {}
 
 
 def test_cupti_timestamps_are_the_wall_clock_that_the_time_lines_use(tmp_path):

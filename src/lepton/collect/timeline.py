@@ -48,7 +48,8 @@ class ThreadCensus:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # Called (on the new thread, before its first mark) when a second thread is seen.
+        # Called when a second thread is seen: on it, before its first mark, and before any later
+        # new thread's first mark.
         self.on_second_thread: Callable[[], None] | None = None
         self.reset()
 
@@ -64,13 +65,14 @@ class ThreadCensus:
         if thread_id in self._seen:
             return
         with self._lock:
-            second = len(self._seen) == 1 and thread_id not in self._seen
+            if thread_id in self._seen:
+                return
             self._seen.add(thread_id)
             if self.first is None:
                 self.first = thread_id
-        callback = self.on_second_thread
-        if second and callback is not None:
-            callback()
+            elif len(self._seen) == 2 and self.on_second_thread is not None:
+                # Under the lock: a third new thread marks only once this callback is done.
+                self.on_second_thread()
 
 
 class ThreadLog:
