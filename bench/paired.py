@@ -14,7 +14,10 @@ better than they are.
 
 Each step is `overhead.py`'s (`workload.py`), inside a scope.
 
-usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proton]
+Tool `lepton-api` is Lepton with the launch API records on from the start (as once a second thread
+marks a path; every launch before session 8), to weigh what timing launches by kernel records saves.
+
+usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proton,lepton-api]
         python bench/paired.py --child TOOL ROUNDS CHUNK            (internal)
 """
 from __future__ import annotations
@@ -45,6 +48,9 @@ def child(tool: str, rounds: int, chunk: int) -> None:
     else:
         sys.path.insert(0, SRC)
         import lepton as prof
+        if tool == "lepton-api":  # launch API records from the start, as with several threads
+            from lepton.collect.cupti.backend import CuptiBackend
+            CuptiBackend._attribute_launches = CuptiBackend._enable_launch_records
 
     bare, scoped = step_loops(step, prof.scope)
 

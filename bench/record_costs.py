@@ -108,7 +108,8 @@ def main() -> None:
             timed(name)
         lepton.finalize()
     base = statistics.median(per_step["detached"])
-    print(f"{'state':20} {'µs/step':>8} {'+µs':>7} {'paired x':>9}   (median of {a.rounds} rounds of {a.chunk} steps)")
+    print(f"{'state':20} {'µs/step':>8} {'+µs':>7} {'paired x':>9}   "
+          f"(median of {a.rounds} rounds of {a.chunk} steps)")
     for name, values in per_step.items():
         paired = statistics.median(v / d for v, d in zip(values, per_step["detached"]))
         m = statistics.median(values)

@@ -176,7 +176,8 @@ class FakeCupti:
             if self.api_records_on(domain, cbid):
                 self._records.append((layout.KIND_DRIVER if graph else layout.KIND_RUNTIME, {
                     "start": now, "end": now + 500, "correlation_id": corr, "cbid": cbid,
-                    "thread_id": threading.get_native_id() if self.thread_ids == 1 else threading.get_ident() & 0xFFFF_FFFF}))
+                    "thread_id": threading.get_native_id() if self.thread_ids == 1
+                    else threading.get_ident() & 0xFFFF_FFFF}))
             queued = self.timestamp() if self.latency else 0  # inside the call
             if not graph:
                 self._stale_queued = queued
@@ -327,7 +328,8 @@ def test_graph_replays_take_their_launch_from_the_graph_launch_callback(fake_cup
     proton.finalize()
     assert backend.api_records == ""
     root, _ = hatchet("replays.hatchet")
-    assert [c["frame"]["name"] for c in child(root, "eager")["children"]] == ["_ZN2at6native18elementwise_kernel"]
+    eager = [c["frame"]["name"] for c in child(root, "eager")["children"]]
+    assert eager == ["_ZN2at6native18elementwise_kernel"]
     for replay in ("replay0", "replay1"):
         assert child(child(root, replay), "add_kernel")["metrics"]["count"] == 2
 

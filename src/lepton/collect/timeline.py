@@ -238,7 +238,8 @@ class ThreadTimelines:
             self._logs = kept
 
 def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.ndarray,
-             times: np.ndarray, taken: dict[int, int] | None = None, followed: int | None = None) -> np.ndarray:
+             times: np.ndarray, taken: dict[int, int] | None = None,
+             followed: int | None = None) -> np.ndarray:
     """The path of each `(thread id, time)`: its thread's last mark at or before that time, ROOT
     for threads with no mark then (no scope entered yet). A one-shot pair gives its launch path to
     the first launch after it, unless `taken` (thread id -> time of the last pair taken, updated

@@ -66,15 +66,16 @@ from .collector import Collector
 from .devices import Driver
 from .graphs import GraphNodePaths
 
-# ≈8k launches (API 40 B + kernel 216 B each) per buffer. Parsed on CUPTI's thread as each one
-# completes, so that finalize only has the last, partly filled one left (the parse runs mostly
-# inside numpy calls, which release the GIL, while the launching thread keeps launching). With
-# 8 MiB buffers a 30k-launch run never completed one and finalize parsed it all. overhead.py's
-# shadow config on the H100, both sizes interleaved in two runs (14 and 5 processes each):
-# finalize 36.1 and 36.2 ms (8 MiB), 10.7 and 12.4 ms (2 MiB), Proton 33.5 and 43.1 ms; the loop
-# ratio is the same (medians of the 19 processes: 1.57 with 8 MiB, 1.55 with 2 MiB).
+# ≈9.7k kernels (216 B each) per buffer. Completed buffers are queued, and parsed on CUPTI's thread
+# only once PROCESS_AT_BYTES of them wait (≈150k kernels; bounded memory for a profile left on),
+# else at the next flush or finalize: the parse holds the GIL (many small numpy calls), so the
+# launching thread stops meanwhile. Measured on the H100, 10k steps of overhead.py's hook config
+# timed in chunks of 500 (8 processes each, `bench/loop_chunks.py`): parsing each buffer as it completed
+# took 17-32 ms per loop and showed as 10-20 µs/step spikes in the chunks it fell in; the loop
+# medians were 0.672 s parsed as they came, 0.632 s deferred (bare 0.451 s). Finalize then parses
+# them (≈+30 ms; Proton's finalize takes ≈35 ms).
 BUFFER_BYTES = 2 << 20
-PROCESS_AT_BYTES = BUFFER_BYTES // 2
+PROCESS_AT_BYTES = 32 << 20
 _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
 # How far back of the latest launch attributed the time lines are kept when buffers complete: an
 # API record arrives at the end of its call, so older launches have all arrived (a launch call

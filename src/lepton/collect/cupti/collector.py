@@ -230,8 +230,9 @@ class Collector:
                 slot = kc & self._mask
                 own &= (self._key[slot] != kc + 1) & ~np.isin(rec.k_corr, rec.a_corr)
                 tid = launch_thread()
+                tid = 0xFFFF_FFFF if tid is None else tid  # None: no thread marked, every path is ROOT
                 corr.append(rec.k_corr[own])
-                thread.append(np.full(int(np.count_nonzero(own)), 0xFFFF_FFFF if tid is None else tid, np.uint32))
+                thread.append(np.full(int(np.count_nonzero(own)), tid, np.uint32))
                 start.append(queued[own])
         if len(corr) == 1:
             return rec

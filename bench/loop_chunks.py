@@ -1,0 +1,116 @@
+"""Where overhead.py's 10k-step loop spends its time: the loop timed in 20 chunks of 500 steps, one
+process per configuration (as overhead.py runs them), with the time Lepton spent parsing buffers
+during the loop (GPU machine).
+
+A parse on CUPTI's buffer thread holds the GIL, so the launching thread stops meanwhile: its chunks
+show the spikes. Tool `lepton-eager` is Lepton parsing each buffer as it completes (before session
+8), to weigh what deferring the parse saves; Proton's first chunk shows its start-up cost.
+
+usage:  python bench/loop_chunks.py [--configs none,lepton:shadow:tree:triton,...] [--reps 8]
+        python bench/loop_chunks.py --child MODE          (internal)
+MODE = none | TOOL:CONTEXT:DATA:HOOK, TOOL in {lepton, lepton-eager, proton}
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "..", "src")
+CHUNKS, CHUNK = 20, 500
+
+
+def child(mode: str) -> None:
+    import torch
+    from workload import overhead_step
+
+    step = overhead_step()
+    parse_s, parses = [0.0], [0]
+    prof = None
+    if mode != "none":
+        tool, context, data, hook = mode.split(":")
+        if tool == "proton":
+            import triton.profiler as prof
+        else:
+            sys.path.insert(0, SRC)
+            import lepton as prof
+            from lepton.collect.cupti import backend
+            from lepton.collect.cupti.collector import Collector
+
+            if tool == "lepton-eager":
+                backend.PROCESS_AT_BYTES = backend.BUFFER_BYTES // 2
+            process = Collector.process
+
+            def timed_process(self, flush):
+                t0 = time.perf_counter()
+                try:
+                    return process(self, flush)
+                finally:
+                    if not flush:
+                        parse_s[0] += time.perf_counter() - t0
+                        parses[0] += 1
+
+            Collector.process = timed_process
+        prof.start(os.path.join(tempfile.mkdtemp(), "p"), context=context, data=data,
+                   hook=None if hook == "none" else hook)
+    chunks = []
+    t1 = last = time.perf_counter()
+    for _ in range(CHUNKS):
+        if prof is None:
+            for _ in range(CHUNK):
+                step()
+        else:
+            for _ in range(CHUNK):
+                with prof.scope("step"):
+                    step()
+        now = time.perf_counter()
+        chunks.append((now - last) / CHUNK * 1e6)
+        last = now
+    torch.cuda.synchronize()
+    loop = time.perf_counter() - t1
+    if prof is not None:
+        prof.finalize()
+    print("RESULT", f"{loop:.4f}", f"{parse_s[0] * 1e3:.1f}", parses[0], *(f"{c:.1f}" for c in chunks),
+          flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--configs", default="none,lepton:shadow:tree:triton,lepton-eager:shadow:tree:triton,"
+                                         "proton:shadow:tree:triton")
+    ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--child")
+    a = ap.parse_args()
+    if a.child:
+        child(a.child)
+        return
+    modes = a.configs.split(",")
+    loops: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(a.reps):
+        for mode in modes:  # interleaved, as overhead.py
+            p = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True,
+                               timeout=600)
+            line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")]
+            if not line:
+                print(f"{mode}: failed\n{p.stderr[-800:]}")
+                continue
+            loop, parse_ms, parses, *chunks = line[0].split()[1:]
+            loops[mode].append(float(loop))
+            chunk_us = [float(c) for c in chunks]
+            print(f"{mode:32} loop {loop} s, parsed {parses} times in {parse_ms} ms; µs/step per chunk: "
+                  f"first {chunk_us[0]:.1f}, median {statistics.median(chunk_us):.1f}, "
+                  f"max {max(chunk_us):.1f}")
+    base = statistics.median(loops["none"]) if loops.get("none") else None
+    for mode, values in loops.items():
+        if values:
+            ratio = f" x{statistics.median(values) / base:.2f}" if base else ""
+            print(f"MEDIAN {mode:32} {statistics.median(values):.4f} s{ratio} ({len(values)} processes)")
+
+
+if __name__ == "__main__":
+    main()
