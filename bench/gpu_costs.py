@@ -11,7 +11,9 @@ launches, inside a scope where the state says so. The session runs with `hook="t
 states put a hook in Triton's launch path: one that only evaluates the launch metadata (what any
 metadata hook costs at least: Triton builds the metadata and calls the kernel's `launch_metadata`),
 then Lepton's. The ratio column is each state against "nothing collected": the floor of what a
-profiler of kernels, and of launch metadata, can reach on this workload.
+profiler of kernels, and of launch metadata, can reach on this workload. Lepton's states are as it
+runs with one launching thread (kernel records carrying their launch time, `queued`); "+ launch API
+records" is what a second thread that marks paths turns on.
 
 usage:  python bench/gpu_costs.py [--rounds 30] [--chunk 300]
 """
@@ -50,6 +52,7 @@ def main() -> None:
         sys.exit("gpu_costs: another tool's Triton launch hook is installed; run this alone")
     lepton_hooks, no_hooks, metadata_only = pairs
     backend = RUNTIME.backends["cupti"]
+    backend._launch_threads_needed()  # the launch API kinds masked once (as with a second thread)
     cupti = backend.cupti
     kinds = {"kernel": layout.KIND_CONCURRENT_KERNEL, "driver": layout.KIND_DRIVER, "runtime": layout.KIND_RUNTIME}
     mark_clock = RUNTIME.mark_clock
@@ -58,6 +61,7 @@ def main() -> None:
         runtime.launch_enter_hook, runtime.launch_exit_hook = hooks
         for name, kind in kinds.items():
             (cupti.enable if name in on else cupti.disable)(kind)
+        cupti.enable_latency_timestamps("queued" in on)
         # Enabling a kind again turns all of its APIs back on (measured: 31 API records per step
         # instead of 3), so the launch-only mask is applied again.
         driver_off, runtime_off = backend._masked
@@ -69,15 +73,17 @@ def main() -> None:
 
     bare, scoped = step_loops(step, lepton.scope)
 
-    launch_records = ("kernel", "driver", "runtime")
+    # One launching thread: kernel records with their launch times (`queued`), no API records.
+    timed = ("kernel", "queued")
     states = {
         "nothing collected": ((), True, bare),
         "kernel records": (("kernel",), True, bare),
-        "+ launch API records": (launch_records, True, bare),
-        "+ scope, no marks": (launch_records, False, scoped),
-        "+ scope (Lepton as it runs)": (launch_records, True, scoped),
-        "+ hook: metadata.get() only": (launch_records, True, scoped, metadata_only),
-        "+ Lepton's hook (as it runs)": (launch_records, True, scoped, lepton_hooks),
+        "+ queued (Lepton, 1 thread)": (timed, True, bare),
+        "+ launch API records (threads)": (("kernel", "driver", "runtime"), True, bare),
+        "+ scope, no marks": (timed, False, scoped),
+        "+ scope (Lepton as it runs)": (timed, True, scoped),
+        "+ hook: metadata.get() only": (timed, True, scoped, metadata_only),
+        "+ Lepton's hook (as it runs)": (timed, True, scoped, lepton_hooks),
     }
     wall: dict[str, list[float]] = {s: [] for s in states}
     cpu: dict[str, list[float]] = {s: [] for s in states}
@@ -93,7 +99,7 @@ def main() -> None:
             t1 = time.perf_counter()
             wall[name].append((t1 - t0) / a.chunk * 1e6)
             cpu[name].append((c1 - c0) / a.chunk * 1e6)
-    set_state(launch_records, True, lepton_hooks)
+    set_state(timed, True, lepton_hooks)
     lepton.finalize()
 
     base_wall = statistics.median(wall["nothing collected"])

@@ -1,6 +1,6 @@
 """Where overhead.py's 10k-step loop spends its time: the loop timed in 20 chunks of 500 steps, one
 process per configuration (as overhead.py runs them), with the time Lepton spent parsing buffers
-during the loop (GPU machine).
+and Python spent in cyclic garbage collections during the loop (GPU machine).
 
 A parse on CUPTI's buffer thread holds the GIL, so the launching thread stops meanwhile: its chunks
 show the spikes. Tool `lepton-eager` is Lepton parsing each buffer as it completes (before session
@@ -13,6 +13,7 @@ MODE = none | TOOL:CONTEXT:DATA:HOOK, TOOL in {lepton, lepton-eager, proton}
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -58,6 +59,16 @@ def child(mode: str) -> None:
             Collector.process = timed_process
         prof.start(os.path.join(tempfile.mkdtemp(), "p"), context=context, data=data,
                    hook=None if hook == "none" else hook)
+    gc_runs, gc_s, gc_t0 = [0, 0, 0], [0.0], [0.0]
+
+    def gc_timer(phase, info):  # Python's cyclic collections during the loop, per generation
+        if phase == "start":
+            gc_t0[0] = time.perf_counter()
+        else:
+            gc_runs[info["generation"]] += 1
+            gc_s[0] += time.perf_counter() - gc_t0[0]
+
+    gc.callbacks.append(gc_timer)
     chunks = []
     t1 = last = time.perf_counter()
     for _ in range(CHUNKS):
@@ -73,6 +84,8 @@ def child(mode: str) -> None:
         last = now
     torch.cuda.synchronize()
     loop = time.perf_counter() - t1
+    gc.callbacks.remove(gc_timer)
+    print("GC", *gc_runs, f"{gc_s[0] * 1e3:.1f}", flush=True)
     if prof is not None:
         prof.finalize()
     print("RESULT", f"{loop:.4f}", f"{parse_s[0] * 1e3:.1f}", parses[0], *(f"{c:.1f}" for c in chunks),
@@ -100,11 +113,12 @@ def main() -> None:
                 print(f"{mode}: failed\n{p.stderr[-800:]}")
                 continue
             loop, parse_ms, parses, *chunks = line[0].split()[1:]
+            gc_line = next(ln for ln in p.stdout.splitlines() if ln.startswith("GC")).split()[1:]
             loops[mode].append(float(loop))
             chunk_us = [float(c) for c in chunks]
             print(f"{mode:32} loop {loop} s, parsed {parses} times in {parse_ms} ms; µs/step per chunk: "
                   f"first {chunk_us[0]:.1f}, median {statistics.median(chunk_us):.1f}, "
-                  f"max {max(chunk_us):.1f}")
+                  f"max {max(chunk_us):.1f}; gc runs by generation {'/'.join(gc_line[:3])} in {gc_line[3]} ms")
     base = statistics.median(loops["none"]) if loops.get("none") else None
     for mode, values in loops.items():
         if values:
