@@ -161,6 +161,18 @@ def timed_kernel(marks, *, corr, path=0, t, thread=THREAD, graph_node=0, queued=
             "graph_node_id": graph_node, "queued": t + 5 if queued is None else queued}
 
 
+def timing_collector(sink, marks, kinds, kernel, *, api_records_from=None) -> Collector:
+    """A collector of kernels that carry their launch time, the first thread's (THREAD), fed the
+    kernel records `kinds`/`kernel` as one buffer; API records on since `api_records_from`."""
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
+    col.launch_thread = lambda: THREAD
+    if api_records_from is not None:
+        col.api_records_from = api_records_from
+    buf = synthetic.pack(kinds, kernel)
+    col.add_buffer(buf, len(buf))
+    return col
+
+
 def test_with_launch_times_in_kernel_records_no_api_record_is_needed():
     """One marking thread: each kernel's own `queued` time is its launch, on that thread."""
     sink = Sink()
@@ -169,10 +181,7 @@ def test_with_launch_times_in_kernel_records_no_api_record_is_needed():
     pending = [timed_kernel(marks, corr=1, path=a, t=10_000), timed_kernel(marks, corr=2, path=b, t=20_000),
                timed_kernel(marks, corr=3, t=30_000)]
     add_kernels(kinds, kernel, pending)
-    buf = synthetic.pack(kinds, kernel)
-    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
-    col.launch_thread = lambda: THREAD
-    col.add_buffer(buf, len(buf))
+    col = timing_collector(sink, marks, kinds, kernel)
     assert col.process(flush=False) == 3  # none held
     assert [(r[0], r[4]) for r in sink.rows()] == [("a", 10_005), ("b", 20_005), ("", 30_005)]
     assert col.latest_launch == {THREAD: 30_005}
@@ -186,11 +195,8 @@ def test_a_graph_kernels_launch_comes_from_the_graph_launch_log_not_its_queued_t
     first = timed_kernel(marks, corr=1, path=eager, t=10_000)
     graph = [timed_kernel(marks, corr=2, path=replay, t=20_000, graph_node=n, queued=10_005) for n in (5, 6)]
     add_kernels(kinds, kernel, [first, *graph])
-    buf = synthetic.pack(kinds, kernel)
-    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
-    col.launch_thread = lambda: THREAD
+    col = timing_collector(sink, marks, kinds, kernel)
     col.graph_launches.extend((2, THREAD, 20_000))  # the graph launch callback's log
-    col.add_buffer(buf, len(buf))
     assert col.process(flush=False) == 3
     assert [(r[0], r[4]) for r in sink.rows()] == [("eager", 10_005), ("replay", 20_000), ("replay", 20_000)]
     assert col.graph_launches == []
@@ -205,11 +211,7 @@ def test_once_api_records_are_on_later_kernels_wait_for_theirs_and_earlier_ones_
     before = timed_kernel(marks, corr=1, path=a, t=20_000)
     after = timed_kernel(marks, corr=2, path=b, t=30_000, thread=77)
     add_kernels(kinds, kernel, [before, after])
-    kernels = synthetic.pack(kinds, kernel)
-    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
-    col.launch_thread = lambda: THREAD
-    col.api_records_from = 25_000
-    col.add_buffer(kernels, len(kernels))
+    col = timing_collector(sink, marks, kinds, kernel, api_records_from=25_000)
     assert col.process(flush=False) == 1
     assert sink.rows()[0][0] == "a"
     kinds, kernel, api, _ = empty()
@@ -228,11 +230,7 @@ def test_at_a_flush_a_kernel_still_without_its_api_record_takes_its_own_time():
     a = sink.paths.extend(0, ["a"])
     kinds, kernel, _, marks = empty()
     add_kernels(kinds, kernel, [timed_kernel(marks, corr=3, path=a, t=40_000)])
-    buf = synthetic.pack(kinds, kernel)
-    col = Collector(sink, NAMES.__getitem__, marks.paths_at)
-    col.launch_thread = lambda: THREAD
-    col.api_records_from = 25_000
-    col.add_buffer(buf, len(buf))
+    col = timing_collector(sink, marks, kinds, kernel, api_records_from=25_000)
     assert col.process(flush=False) == 0
     assert col.process(flush=True) == 1
     assert [(r[0], r[4]) for r in sink.rows()] == [("a", 40_005)]
