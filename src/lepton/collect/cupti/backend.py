@@ -70,10 +70,10 @@ from .graphs import GraphNodePaths
 # only once PROCESS_AT_BYTES of them wait (≈150k kernels; bounded memory for a profile left on),
 # else at the next flush or finalize: the parse holds the GIL (many small numpy calls), so the
 # launching thread stops meanwhile. Measured on the H100, 10k steps of overhead.py's hook config
-# timed in chunks of 500 (8 processes each, `bench/loop_chunks.py`): parsing each buffer as it completed
-# took 17-32 ms per loop and showed as 10-20 µs/step spikes in the chunks it fell in; the loop
-# medians were 0.672 s parsed as they came, 0.632 s deferred (bare 0.451 s). Finalize then parses
-# them (≈+30 ms; Proton's finalize takes ≈35 ms).
+# timed in chunks of 500 (8 processes each, `bench/loop_chunks.py`): parsing each buffer as it
+# completed took 17-32 ms per loop and showed as 10-20 µs/step spikes in the chunks it fell in; the
+# loop medians were 0.672 s parsed as they came, 0.632 s deferred (bare 0.451 s). Finalize parses
+# them instead: overhead.py's shadow config then spent 62-63 ms after its loop, Proton 76-90 ms.
 BUFFER_BYTES = 2 << 20
 PROCESS_AT_BYTES = 32 << 20
 _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
@@ -281,9 +281,10 @@ class CuptiBackend(Backend):
 
     def _attribute_launches(self) -> None:
         """How kernels find their launching thread and time (see the module's doc): from their own
-        record while one thread marks, from the launch API records once several do. Those from
-        the start where CUPTI cannot time launches in kernel records, or no subscription gives
-        the graph launch callbacks."""
+        record while one thread marks, from the launch API records once several do. The API
+        records are on from the start where several threads marked already, where this libcupti
+        cannot time launches in kernel records, or where no subscription gives the graph launch
+        callbacks."""
         census = self.sink.timeline.census
         if self._subscriber is None or census.several or self.cupti.enable_latency_timestamps(True) != 0:
             self._enable_launch_records()

@@ -5,8 +5,8 @@ What it joins (by CUPTI correlation id, the id of the launch API call):
   and thread; the `timeline` tells which path that thread was in then: the kernel's parent path.
   Launch records come from three places: CUPTI's API records of the launch calls; the graph
   launches the backend's callback logs (`graph_launches`); and, while launches are told apart by
-  time alone (`own_launch_times_before`), a kernel's own `queued` time, taken as a launch of the
-  census's first thread (`launch_thread`);
+  time alone (`launch_thread` set, until `api_records_from`), a kernel's own `queued` time, taken
+  as a launch of the census's first thread;
 - a kernel record gives GPU start/end, device, stream, name; a graph replay's kernels all share the
   `cuGraphLaunch`'s correlation id and carry their graph node id.
 
