@@ -37,12 +37,11 @@ def main() -> None:
 
     import torch
     from triton import knobs
-    from workload import overhead_step, step_loops, triton_hook_pairs
+    from workload import overhead_step, set_cupti_records, step_loops, triton_hook_pairs
 
     step = overhead_step()
 
     import lepton
-    from lepton.collect.cupti import layout
     from lepton.runtime import RUNTIME
 
     lepton.start(os.path.join(tempfile.mkdtemp(), "costs"), hook="triton")
@@ -53,22 +52,11 @@ def main() -> None:
     lepton_hooks, no_hooks, metadata_only = pairs
     backend = RUNTIME.backends["cupti"]
     backend._launch_threads_needed()  # the launch API kinds masked once (as with a second thread)
-    cupti = backend.cupti
-    kinds = {"kernel": layout.KIND_CONCURRENT_KERNEL, "driver": layout.KIND_DRIVER, "runtime": layout.KIND_RUNTIME}
     mark_clock = RUNTIME.mark_clock
 
     def set_state(on: tuple[str, ...], marks: bool, hooks: tuple = no_hooks) -> None:
         runtime.launch_enter_hook, runtime.launch_exit_hook = hooks
-        for name, kind in kinds.items():
-            (cupti.enable if name in on else cupti.disable)(kind)
-        cupti.enable_latency_timestamps("queued" in on)
-        # Enabling a kind again turns all of its APIs back on (measured: 31 API records per step
-        # instead of 3), so the launch-only mask is applied again.
-        driver_off, runtime_off = backend._masked
-        for cbid in driver_off:
-            cupti.enable_driver_api(cbid, False)
-        for cbid in runtime_off:
-            cupti.enable_runtime_api(cbid, False)
+        set_cupti_records(backend, on)
         RUNTIME.mark_clock = mark_clock if marks else None
 
     bare, scoped = step_loops(step, lepton.scope)

@@ -19,7 +19,6 @@ import random
 import statistics
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
@@ -31,7 +30,7 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
-    from workload import overhead_step, step_loops
+    from workload import overhead_step, per_step_us, set_cupti_records, step_loops
 
     import lepton
     from lepton.collect.cupti import layout, parser
@@ -40,7 +39,6 @@ def main() -> None:
 
     step = overhead_step()
     bare, _ = step_loops(step, lepton.scope)
-    kernel, driver, runtime = layout.KIND_CONCURRENT_KERNEL, layout.KIND_DRIVER, layout.KIND_RUNTIME
     out = tempfile.mkdtemp()
 
     # 1. queued inside the launch call
@@ -75,17 +73,12 @@ def main() -> None:
           f"queued inside the launch call {inside}")
 
     # 2. costs
-    states = {"attached, nothing": (), "kernel": (kernel,), "kernel + queued": (kernel, "queued"),
-              "kernel + API": (kernel, driver, runtime)}
+    states = {"attached, nothing": (), "kernel": ("kernel",), "kernel + queued": ("kernel", "queued"),
+              "kernel + API": ("kernel", "driver", "runtime")}
     per_step = {s: [] for s in ("detached", *states)}
 
     def timed(name):
-        bare(50)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        bare(a.chunk)
-        torch.cuda.synchronize()
-        per_step[name].append((time.perf_counter() - t0) / a.chunk * 1e6)
+        per_step[name].append(per_step_us(bare, a.chunk))
 
     rng = random.Random(1)
     for r in range(a.rounds):
@@ -93,18 +86,10 @@ def main() -> None:
         lepton.start(os.path.join(out, f"r{r}"))
         backend = RUNTIME.backends["cupti"]
         backend._launch_threads_needed()  # the API kinds on and masked once; toggled below
-        cupti = backend.cupti
         order = list(states.items())
         rng.shuffle(order)
         for name, on in order:
-            for kind in (kernel, driver, runtime):
-                (cupti.enable if kind in on else cupti.disable)(kind)
-            off_driver, off_runtime = backend._masked  # enabling a kind turns all its APIs on again
-            for cbid in off_driver:
-                cupti.enable_driver_api(cbid, False)
-            for cbid in off_runtime:
-                cupti.enable_runtime_api(cbid, False)
-            cupti.enable_latency_timestamps("queued" in on)
+            set_cupti_records(backend, on)
             timed(name)
         lepton.finalize()
     base = statistics.median(per_step["detached"])

@@ -66,6 +66,27 @@ def per_step_us(run: Callable[[int], None], chunk: int) -> float:
     return (time.perf_counter() - t0) / chunk * 1e6
 
 
+def set_cupti_records(backend, on) -> None:
+    """Turns CUPTI's kernel records and launch API records on or off in a running Lepton session
+    (`on` names some of "kernel", "driver", "runtime", "queued": the kernel records' launch
+    times). `backend._launch_threads_needed()` must have masked the API kinds once: enabling a kind
+    again turns all of its APIs back on (measured: 31 API records per step instead of 3), so the
+    launch-only mask is applied again."""
+    from lepton.collect.cupti import layout
+
+    cupti = backend.cupti
+    kinds = {"kernel": layout.KIND_CONCURRENT_KERNEL, "driver": layout.KIND_DRIVER,
+             "runtime": layout.KIND_RUNTIME}
+    for name, kind in kinds.items():
+        (cupti.enable if name in on else cupti.disable)(kind)
+    cupti.enable_latency_timestamps("queued" in on)
+    driver_off, runtime_off = backend._masked
+    for cbid in driver_off:
+        cupti.enable_driver_api(cbid, False)
+    for cbid in runtime_off:
+        cupti.enable_runtime_api(cbid, False)
+
+
 def triton_hook_pairs():
     """`(Lepton's, none, metadata only)`: `(enter, exit)` hook pairs to set in
     `triton.knobs.runtime` while a `hook="triton"` session runs, or None when another tool's hook
