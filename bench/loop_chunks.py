@@ -6,6 +6,11 @@ A parse on CUPTI's buffer thread holds the GIL, so the launching thread stops me
 show the spikes. Tool `lepton-eager` is Lepton parsing each buffer as it completes (before session
 8), to weigh what deferring the parse saves; Proton's first chunk shows its start-up cost.
 
+Single processes of the same code run at different speeds (the bare step took 29-50 µs in
+different processes on one H100 host, and slowed 2-3x for 50-100 ms at a time within one), so
+overhead.py's ratio of medians of 5 processes is itself noisy. The end of the output resamples the
+processes measured here: what a run of overhead.py would read, spread included.
+
 usage:  python bench/loop_chunks.py [--configs none,lepton:shadow:tree:triton,...] [--reps 8]
         python bench/loop_chunks.py --child MODE          (internal)
 MODE = none | TOOL:CONTEXT:DATA:HOOK, TOOL in {lepton, lepton-eager, proton}
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -97,6 +103,8 @@ def main() -> None:
     ap.add_argument("--configs", default="none,lepton:shadow:tree:triton,lepton-eager:shadow:tree:triton,"
                                          "proton:shadow:tree:triton")
     ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--runs-of", type=int, default=5, help="processes per config in the resampled runs")
+    ap.add_argument("--target", type=float, default=1.3, help="loop ratio whose share of resampled runs is given")
     ap.add_argument("--child")
     a = ap.parse_args()
     if a.child:
@@ -123,7 +131,26 @@ def main() -> None:
     for mode, values in loops.items():
         if values:
             ratio = f" x{statistics.median(values) / base:.2f}" if base else ""
-            print(f"MEDIAN {mode:32} {statistics.median(values):.4f} s{ratio} ({len(values)} processes)")
+            print(f"MEDIAN {mode:32} {statistics.median(values):.4f} s{ratio} ({len(values)} processes, "
+                  f"{min(values):.4f}-{max(values):.4f})")
+    if base:
+        print_resampled(loops, a.runs_of, a.target)
+
+
+def print_resampled(loops: dict[str, list[float]], reps: int, target: float) -> None:
+    """What a run of overhead.py (`reps` processes per config, ratio of medians) would read, from
+    these processes drawn again at random: the spread that the speed of single processes gives."""
+    rng = random.Random(0)
+    none = loops["none"]
+    print(f"ratio of medians of {reps} processes, resampled 2000 times: 10th / 50th / 90th percentile, "
+          f"share of runs <= {target}")
+    for mode, values in loops.items():
+        if mode == "none" or not values:
+            continue
+        ratios = sorted(statistics.median(rng.choices(values, k=reps)) / statistics.median(rng.choices(none, k=reps))
+                        for _ in range(2000))
+        share = sum(r <= target for r in ratios) / len(ratios)
+        print(f"RESAMPLED {mode:32} {ratios[200]:.2f} / {ratios[1000]:.2f} / {ratios[1800]:.2f}  {share:.0%}")
 
 
 if __name__ == "__main__":
