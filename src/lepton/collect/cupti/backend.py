@@ -19,6 +19,9 @@ Measured in one process on the H100, states alternated in random order (50 round
 1 Triton + 2 torch launches, ≈49 µs bare, `bench/record_costs.py`): CUPTI attached +4.2 µs per step,
 kernel records +7.0, kernel records with `queued` +7.8, kernel and launch API records +15.4. The
 API records cost as much as the kernel records again, hence one thread's launches go without them.
+The subscription itself costs little beside the kernel records (`bench/callback_costs.py`, H100,
+20 rounds, paired against CUPTI detached): subscribed x1.03, with the graph callbacks every session
+has x1.05; kernel records with `queued` x1.16 without a subscription, x1.19 with one.
 
 The API records of the launch calls, and only theirs, are turned on:
 
@@ -458,7 +461,11 @@ class CuptiBackend(Backend):
         of the API call that launched it: the runtime's for torch and other runtime users, the
         driver's `cuLaunchKernelEx` for Triton. The driver's `cuLaunchKernel` is not watched: the
         runtime calls it inside every `cudaLaunchKernel`, and each watched call costs two Python
-        callbacks (enter and exit, ≈5 µs each through ctypes).
+        callbacks (enter and exit). Measured on the H100 (`bench/callback_costs.py`, 20 rounds,
+        38 µs bare step of 2 torch launches): their 4 callbacks cost x1.06 with a callback that
+        takes no arguments (CUPTI's and ctypes' own share), x1.10 with a no-op taking CUPTI's four,
+        x1.17 with this backend's callback before any stack walk (`bench/launch_costs.py` adds the
+        walk).
 
         `triton_stacks`, when given, is a time line on which Triton's launch hook marks the Python
         stack of each of its launches (path + 1 during the launch, 0 after): then
