@@ -19,7 +19,6 @@ import argparse
 import ctypes
 import os
 import random
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
@@ -31,7 +30,7 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=1000)
     a = ap.parse_args()
 
-    from workload import overhead_step, per_step_us, step_loops
+    from workload import overhead_step, per_step_us, print_paired, step_loops
 
     from lepton.collect.cupti import backend, layout
     from lepton.collect.cupti.bindings import CallbackFunc, Cupti
@@ -83,14 +82,7 @@ def main() -> None:
             if handle is not None:
                 cupti.unsubscribe(handle)
             cupti.detach()
-    base = statistics.median(per_step["detached"])
-    print(f"{'state':30} {'µs/step':>8} {'+µs':>7} {'paired x':>9}   "
-          f"(median of {a.rounds} rounds of {a.chunk} steps: 1 Triton + 2 torch launches each)")
-    for name, values in per_step.items():
-        paired = statistics.median(v / d for v, d in zip(values, per_step["detached"]))
-        m = statistics.median(values)
-        print(f"{name:30} {m:8.2f} {m - base:7.2f} {paired:9.3f}")
-
+    print_paired(per_step, a.rounds, a.chunk)
 
 if __name__ == "__main__":
     main()

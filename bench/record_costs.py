@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import tempfile
 
@@ -30,7 +29,7 @@ def main() -> None:
     a = ap.parse_args()
 
     import torch
-    from workload import overhead_step, per_step_us, set_cupti_records, step_loops
+    from workload import overhead_step, per_step_us, print_paired, set_cupti_records, step_loops
 
     import lepton
     from lepton.collect.cupti import layout, parser
@@ -92,14 +91,7 @@ def main() -> None:
             set_cupti_records(backend, on)
             timed(name)
         lepton.finalize()
-    base = statistics.median(per_step["detached"])
-    print(f"{'state':20} {'µs/step':>8} {'+µs':>7} {'paired x':>9}   "
-          f"(median of {a.rounds} rounds of {a.chunk} steps)")
-    for name, values in per_step.items():
-        paired = statistics.median(v / d for v, d in zip(values, per_step["detached"]))
-        m = statistics.median(values)
-        print(f"{name:20} {m:8.2f} {m - base:7.2f} {paired:9.3f}")
-
+    print_paired(per_step, a.rounds, a.chunk)
 
 if __name__ == "__main__":
     main()

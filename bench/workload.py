@@ -66,6 +66,22 @@ def per_step_us(run: Callable[[int], None], chunk: int) -> float:
     return (time.perf_counter() - t0) / chunk * 1e6
 
 
+def print_paired(per_step: dict[str, list[float]], rounds: int, chunk: int) -> None:
+    """The table of `per_step` (state -> µs per step, one value per round; the first state is the
+    base): median, median minus the base's, and the median of each round's ratio to the base's
+    value of that round (paired: a change of the host's speed between rounds cancels)."""
+    import statistics
+
+    (base_name, base_values), width = next(iter(per_step.items())), max(map(len, per_step)) + 2
+    base = statistics.median(base_values)
+    print(f"{'state':{width}} {'µs/step':>8} {'+µs':>7} {'paired x':>9}   "
+          f"(median of {rounds} rounds of {chunk} steps, against {base_name})")
+    for name, values in per_step.items():
+        paired = statistics.median(v / d for v, d in zip(values, base_values))
+        m = statistics.median(values)
+        print(f"{name:{width}} {m:8.2f} {m - base:7.2f} {paired:9.3f}")
+
+
 def set_cupti_records(backend, on) -> None:
     """Turns CUPTI's kernel records and launch API records on or off in a running Lepton session
     (`on` names some of "kernel", "driver", "runtime", "queued": the kernel records' launch
