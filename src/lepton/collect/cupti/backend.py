@@ -43,8 +43,9 @@ the scope within the noise.
 Pushing CUPTI external correlation ids instead of the time line cost 2.3-2.7 µs per scope (ext
 records and the push/pop calls), the time line 0.3-0.4 µs.
 
-Buffers are 2 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`) as they
-complete, on CUPTI's buffer thread, and at every flush: never per launch.
+Buffers are 2 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`), never per
+launch: on CUPTI's buffer thread once `PROCESS_AT_BYTES` of completed ones wait, else at the next
+flush or finalize.
 """
 from __future__ import annotations
 
