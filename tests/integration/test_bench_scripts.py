@@ -73,3 +73,29 @@ def test_overhead_detail_says_where_overhead_py_is_missing(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(BENCH, "overhead_detail.py"), "--overhead",
                         str(tmp_path / "nowhere.py")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "no overhead.py at" in p.stderr
+
+
+def test_paired_table_gives_each_rounds_ratio_to_the_base_rounds_median(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(BENCH)
+    from workload import print_paired
+
+    print_paired({"detached": [10.0, 20.0, 30.0], "kernel": [11.0, 24.0, 33.0]}, rounds=3, chunk=1000)
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["detached"] == ["20.00", "0.00", "1.000"]
+    assert rows["kernel"] == ["24.00", "4.00", "1.100"]  # ratios 1.1, 1.2, 1.1 round by round
+
+
+def test_loop_chunks_resamples_what_a_run_of_overhead_py_would_read(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(BENCH)
+    import loop_chunks
+
+    loops = {"none": [0.50, 0.50, 0.50, 0.50], "fast": [0.60, 0.60, 0.60, 0.60],
+             "slow": [0.70, 0.70, 0.70, 0.70], "split": [0.60, 0.60, 0.70, 0.70]}
+    loop_chunks.print_resampled(loops, reps=5, target=1.3)
+    rows = {line.split()[1]: line.split()[2:] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("RESAMPLED")}
+    assert "none" not in rows
+    assert rows["fast"] == ["1.20", "/", "1.20", "/", "1.20", "100%"]
+    assert rows["slow"] == ["1.40", "/", "1.40", "/", "1.40", "0%"]
+    low, high, share = float(rows["split"][0]), float(rows["split"][4]), int(rows["split"][5].rstrip("%"))
+    assert low == 1.2 and high == 1.4 and 20 < share < 80  # 5 draws of two speeds: either median
