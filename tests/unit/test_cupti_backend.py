@@ -548,6 +548,27 @@ def test_python_context_puts_kernels_under_the_launching_python_line(fake_cupti)
     assert path[-2].endswith("@launch_from_here") and "test_cupti_backend.py:" in path[-2]
 
 
+def test_launch_callbacks_at_one_address_read_each_calls_data(fake_cupti):
+    """CUPTI passes each call site's data at one address, so the callback keeps a structure mapped
+    there: every call must still read that call's site and correlation id, and the kept mappings
+    stay bounded when addresses keep changing."""
+    proton.start("sameaddr", context="python", backend="cupti")
+    collector = fake_cupti["backend"].collector
+    data = _CallbackData()
+    for corr in (7, 8, 9):
+        data.callback_site, data.correlation_id = 0, corr
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        data.callback_site, data.correlation_id = 1, 1000 + corr  # API_EXIT: nothing recorded
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+    assert [entry & 0xFFFF_FFFF for entry in collector.launch_stacks] == [7, 8, 9]
+    moving = [_CallbackData(correlation_id=100 + i) for i in range(cupti_backend._CALLBACK_VIEWS_MAX + 10)]
+    for d in moving:
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(d))
+    assert len(cupti_backend._callback_views) <= cupti_backend._CALLBACK_VIEWS_MAX
+    assert [entry & 0xFFFF_FFFF for entry in collector.launch_stacks[3:]] == [d.correlation_id for d in moving]
+    proton.finalize()
+
+
 def test_python_context_launches_inside_scopes_land_under_their_whole_stack(fake_cupti):
     """A walk made inside a scope stops at the frame that entered it and takes the frames outside
     it from the scope (`collect.contexts`): the kernel's path is still the whole stack."""

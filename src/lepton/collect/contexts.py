@@ -115,6 +115,7 @@ _codes: dict[int, object] = {}  # ids in `_stack_ids` -> their objects (codes, p
 _hidden: dict[tuple[str, ...], dict[str, bool]] = {}  # folded dirs -> file name -> folded?
 _folded: tuple[str, ...] | None = None
 _folded_missing: tuple[str, ...] = ()  # packages not imported when `_folded` was computed
+_folded_final: tuple[str, ...] | None = None  # `_folded` once no package is missing: read on every walk
 
 
 def folded_dirs() -> tuple[str, ...]:
@@ -122,7 +123,7 @@ def folded_dirs() -> tuple[str, ...]:
     runtime (Proton shows `triton/runtime/jit.py` and `driver.py` frames above every Triton kernel).
     `LEPTON_KEEP_LIBRARY_FRAMES=1` keeps Triton's and torch's. Recomputed only when one of them
     has been imported since (this runs on every launch)."""
-    global _folded, _folded_missing
+    global _folded, _folded_missing, _folded_final
     if _folded is not None:
         for pkg in _folded_missing:
             if pkg in sys.modules:
@@ -139,6 +140,7 @@ def folded_dirs() -> tuple[str, ...]:
                 continue
             dirs.append(os.path.dirname(os.path.abspath(mod.__file__)) + os.sep)
     _folded, _folded_missing = tuple(dirs), tuple(missing)
+    _folded_final = None if missing else _folded
     return _folded
 
 
@@ -162,7 +164,7 @@ def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, star
     scope's frame if it meets it (its anchor gives the rest); which frames are folded is decided
     only for a stack not seen before. Checking each frame's file in the walk made it ≈30% slower
     (2.1 against 1.5 µs at depth 10 on the CI machine)."""
-    skip = folded_dirs() if skip_dirs is None else skip_dirs
+    skip = (_folded_final or folded_dirs()) if skip_dirs is None else skip_dirs
     if start is None:
         start = sys._getframe(1)
     stop = outside = None
@@ -201,7 +203,7 @@ def enter_python_scope(paths: PathTable, frame) -> tuple[int, tuple | None]:
     """`(path, anchor)`: the path of the stack from `frame`, which enters a scope, and the anchor
     pushed on this thread for the scope (None for a generator's frame), which `exit_python_scope`
     takes off when the scope exits."""
-    skip = folded_dirs()
+    skip = _folded_final or folded_dirs()
     here = python_path(paths, skip, frame)
     code = frame.f_code
     if code.co_flags & _NOT_ANCHORED:
