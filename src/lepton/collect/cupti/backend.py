@@ -190,8 +190,10 @@ def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> No
 class _CallbackData(ctypes.Structure):
     """The two fields of CUpti_CallbackData that the launch callbacks read."""
 
-    _fields_ = [("site", ctypes.c_uint32),
-                ("_before_correlation_id", ctypes.c_uint8 * (layout.CALLBACK_CORRELATION_ID_OFFSET - 4)),
+    _fields_ = [("_before_site", ctypes.c_uint8 * layout.CALLBACK_SITE_OFFSET),
+                ("site", ctypes.c_uint32),
+                ("_before_correlation_id",
+                 ctypes.c_uint8 * (layout.CALLBACK_CORRELATION_ID_OFFSET - layout.CALLBACK_SITE_OFFSET - 4)),
                 ("correlation_id", ctypes.c_uint32)]
 
 
@@ -206,6 +208,7 @@ _CALLBACK_VIEWS_MAX = 256
 
 
 def _callback_data_at(address: int) -> _CallbackData:
+    """The structure mapped at `address`, kept for the next call from there."""
     if len(_callback_views) >= _CALLBACK_VIEWS_MAX:
         _callback_views.clear()
     data = _callback_views[address] = _CallbackData.from_address(address)
