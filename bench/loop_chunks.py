@@ -11,6 +11,11 @@ different processes on one H100 host, and slowed 2-3x for 50-100 ms at a time wi
 overhead.py's ratio of medians of 5 processes is itself noisy. The end of the output resamples the
 processes measured here: what a run of overhead.py would read, spread included.
 
+Each process's line also gives the launching thread's CPU time over the loop and its context
+switches: on the H100 hosts the loop's wall time was its CPU time (within 0.2%) in every
+configuration, so a slow process runs the same code slower rather than waiting; Lepton's thread
+switched voluntarily 8-10 times a loop, the bare and Proton's threads none.
+
 usage:  python bench/loop_chunks.py [--configs none,lepton:shadow:tree:triton,...] [--reps 8]
         python bench/loop_chunks.py --child MODE          (internal)
 MODE = none | TOOL:CONTEXT:DATA:HOOK, TOOL in {lepton, lepton-eager, proton}
@@ -76,6 +81,7 @@ def child(mode: str) -> None:
 
     gc.callbacks.append(gc_timer)
     chunks = []
+    switches0, cpu0 = context_switches(), time.thread_time()
     t1 = last = time.perf_counter()
     for _ in range(CHUNKS):
         if prof is None:
@@ -90,12 +96,24 @@ def child(mode: str) -> None:
         last = now
     torch.cuda.synchronize()
     loop = time.perf_counter() - t1
+    cpu, switches = time.thread_time() - cpu0, [b - a for a, b in zip(switches0, context_switches())]
     gc.callbacks.remove(gc_timer)
     print("GC", *gc_runs, f"{gc_s[0] * 1e3:.1f}", flush=True)
+    print("THREAD", f"{cpu:.4f}", *switches, flush=True)
     if prof is not None:
         prof.finalize()
     print("RESULT", f"{loop:.4f}", f"{parse_s[0] * 1e3:.1f}", parses[0], *(f"{c:.1f}" for c in chunks),
           flush=True)
+
+
+def context_switches() -> tuple[int, int]:
+    """The calling thread's voluntary and involuntary context switches so far (Linux; else 0, 0)."""
+    try:
+        with open("/proc/thread-self/status") as f:
+            counts = dict(line.split(":", 1) for line in f if "ctxt_switches" in line)
+        return int(counts["voluntary_ctxt_switches"]), int(counts["nonvoluntary_ctxt_switches"])
+    except (OSError, KeyError, ValueError):
+        return 0, 0
 
 
 def main() -> None:
@@ -122,11 +140,13 @@ def main() -> None:
                 continue
             loop, parse_ms, parses, *chunks = line[0].split()[1:]
             gc_line = next(ln for ln in p.stdout.splitlines() if ln.startswith("GC")).split()[1:]
+            cpu, voluntary, involuntary = next(ln for ln in p.stdout.splitlines() if ln.startswith("THREAD")).split()[1:]
             loops[mode].append(float(loop))
             chunk_us = [float(c) for c in chunks]
             print(f"{mode:32} loop {loop} s, parsed {parses} times in {parse_ms} ms; µs/step per chunk: "
                   f"first {chunk_us[0]:.1f}, median {statistics.median(chunk_us):.1f}, "
-                  f"max {max(chunk_us):.1f}; gc runs by generation {'/'.join(gc_line[:3])} in {gc_line[3]} ms")
+                  f"max {max(chunk_us):.1f}; gc runs by generation {'/'.join(gc_line[:3])} in {gc_line[3]} ms; "
+                  f"launching thread on CPU {cpu} s, {voluntary} voluntary / {involuntary} forced switches")
     base = statistics.median(loops["none"]) if loops.get("none") else None
     for mode, values in loops.items():
         if values:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import time
+
+import pytest
 
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
 
@@ -99,3 +102,14 @@ def test_loop_chunks_resamples_what_a_run_of_overhead_py_would_read(monkeypatch,
     assert rows["slow"] == ["1.40", "/", "1.40", "/", "1.40", "0%"]
     low, high, share = float(rows["split"][0]), float(rows["split"][4]), int(rows["split"][5].rstrip("%"))
     assert low == 1.2 and high == 1.4 and 20 < share < 80  # 5 draws of two speeds: either median
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/status"), reason="needs Linux's /proc")
+def test_loop_chunks_counts_the_calling_threads_context_switches(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    import loop_chunks
+
+    voluntary, involuntary = loop_chunks.context_switches()
+    time.sleep(0.01)  # blocks: a voluntary switch of this thread
+    after = loop_chunks.context_switches()
+    assert after[0] > voluntary and after[1] >= involuntary
