@@ -15,7 +15,6 @@ usage:  python bench/callback_costs.py [--rounds 20] [--chunk 1000]
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import os
 import random
@@ -25,12 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--chunk", type=int, default=1000)
-    a = ap.parse_args()
+    from workload import overhead_step, per_step_us, print_paired, rounds_and_chunk, step_loops
 
-    from workload import overhead_step, per_step_us, print_paired, step_loops
+    a = rounds_and_chunk(rounds=20, chunk=1000)
 
     from lepton.collect.cupti import backend, layout
     from lepton.collect.cupti.bindings import CallbackFunc, Cupti

@@ -19,7 +19,6 @@ usage:  python bench/gpu_costs.py [--rounds 30] [--chunk 300]
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -30,14 +29,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--chunk", type=int, default=300)
-    a = ap.parse_args()
+    from workload import overhead_step, rounds_and_chunk, set_cupti_records, step_loops, triton_hook_pairs
+
+    a = rounds_and_chunk(rounds=30, chunk=300)
 
     import torch
     from triton import knobs
-    from workload import overhead_step, set_cupti_records, step_loops, triton_hook_pairs
 
     step = overhead_step()
 

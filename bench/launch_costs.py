@@ -25,7 +25,6 @@ usage:  python bench/launch_costs.py [--rounds 20] [--chunk 300]
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import statistics
@@ -125,12 +124,9 @@ def hook_parts(step, rounds: int, chunk: int) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--chunk", type=int, default=300)
-    a = ap.parse_args()
+    from workload import overhead_step, rounds_and_chunk
 
-    from workload import overhead_step
+    a = rounds_and_chunk(rounds=20, chunk=300)
 
     step = overhead_step()
     print_table("python context", python_context_parts(step, a.rounds, a.chunk), a.rounds)

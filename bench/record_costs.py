@@ -13,7 +13,6 @@ usage:  python bench/record_costs.py [--rounds 50] [--chunk 1000]
 """
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
@@ -23,13 +22,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=50)
-    ap.add_argument("--chunk", type=int, default=1000)
-    a = ap.parse_args()
+    from workload import (overhead_step, per_step_us, print_paired, rounds_and_chunk, set_cupti_records,
+                          step_loops)
+
+    a = rounds_and_chunk(rounds=50, chunk=1000)
 
     import torch
-    from workload import overhead_step, per_step_us, print_paired, set_cupti_records, step_loops
 
     import lepton
     from lepton.collect.cupti import layout, parser

@@ -3,8 +3,18 @@
 is bound by launch cost and any profiler overhead shows up fully."""
 from __future__ import annotations
 
+import argparse
 import functools
 from collections.abc import Callable
+
+
+def rounds_and_chunk(rounds: int, chunk: int) -> argparse.Namespace:
+    """The command line of the in-process benches: `--rounds` (states alternated this many times)
+    and `--chunk` (steps timed per state and round), with these defaults."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--chunk", type=int, default=chunk)
+    return ap.parse_args()
 
 
 def overhead_step() -> Callable[[], object]:
