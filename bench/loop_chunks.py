@@ -106,6 +106,14 @@ def child(mode: str) -> None:
           flush=True)
 
 
+def child_line(output: str, tag: str) -> list[str] | None:
+    """The fields after `tag` on the child's output line that starts with it (None: no such line)."""
+    for line in output.splitlines():
+        if line.startswith(tag + " "):
+            return line.split()[1:]
+    return None
+
+
 def context_switches() -> tuple[int, int]:
     """The calling thread's voluntary and involuntary context switches so far (Linux; else 0, 0)."""
     try:
@@ -122,7 +130,8 @@ def main() -> None:
                                          "proton:shadow:tree:triton")
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--runs-of", type=int, default=5, help="processes per config in the resampled runs")
-    ap.add_argument("--target", type=float, default=1.3, help="loop ratio whose share of resampled runs is given")
+    ap.add_argument("--target", type=float, default=1.3,
+                    help="loop ratio whose share of resampled runs is given")
     ap.add_argument("--child")
     a = ap.parse_args()
     if a.child:
@@ -134,18 +143,19 @@ def main() -> None:
         for mode in modes:  # interleaved, as overhead.py
             p = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True,
                                timeout=600)
-            line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")]
-            if not line:
+            result = child_line(p.stdout, "RESULT")
+            if result is None:
                 print(f"{mode}: failed\n{p.stderr[-800:]}")
                 continue
-            loop, parse_ms, parses, *chunks = line[0].split()[1:]
-            gc_line = next(ln for ln in p.stdout.splitlines() if ln.startswith("GC")).split()[1:]
-            cpu, voluntary, involuntary = next(ln for ln in p.stdout.splitlines() if ln.startswith("THREAD")).split()[1:]
+            loop, parse_ms, parses, *chunks = result
+            gc_line = child_line(p.stdout, "GC")
+            cpu, voluntary, involuntary = child_line(p.stdout, "THREAD")
             loops[mode].append(float(loop))
             chunk_us = [float(c) for c in chunks]
             print(f"{mode:32} loop {loop} s, parsed {parses} times in {parse_ms} ms; µs/step per chunk: "
                   f"first {chunk_us[0]:.1f}, median {statistics.median(chunk_us):.1f}, "
-                  f"max {max(chunk_us):.1f}; gc runs by generation {'/'.join(gc_line[:3])} in {gc_line[3]} ms; "
+                  f"max {max(chunk_us):.1f}; "
+                  f"gc runs by generation {'/'.join(gc_line[:3])} in {gc_line[3]} ms; "
                   f"launching thread on CPU {cpu} s, {voluntary} voluntary / {involuntary} forced switches")
     base = statistics.median(loops["none"]) if loops.get("none") else None
     for mode, values in loops.items():
@@ -167,8 +177,8 @@ def print_resampled(loops: dict[str, list[float]], reps: int, target: float) -> 
     for mode, values in loops.items():
         if mode == "none" or not values:
             continue
-        ratios = sorted(statistics.median(rng.choices(values, k=reps)) / statistics.median(rng.choices(none, k=reps))
-                        for _ in range(2000))
+        ratios = sorted(statistics.median(rng.choices(values, k=reps))
+                        / statistics.median(rng.choices(none, k=reps)) for _ in range(2000))
         share = sum(r <= target for r in ratios) / len(ratios)
         print(f"RESAMPLED {mode:32} {ratios[200]:.2f} / {ratios[1000]:.2f} / {ratios[1800]:.2f}  {share:.0%}")
 

@@ -113,3 +113,14 @@ def test_loop_chunks_counts_the_calling_threads_context_switches(monkeypatch):
     time.sleep(0.01)  # blocks: a voluntary switch of this thread
     after = loop_chunks.context_switches()
     assert after[0] > voluntary and after[1] >= involuntary
+
+
+def test_loop_chunks_reads_each_tagged_line_of_a_childs_output(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    import loop_chunks
+
+    output = "warning: something\nGC 1 0 0 0.3\nTHREAD 0.5012 9 2\nRESULT 0.5020 0.0 0 50.1 49.8\n"
+    assert loop_chunks.child_line(output, "THREAD") == ["0.5012", "9", "2"]
+    assert loop_chunks.child_line(output, "GC") == ["1", "0", "0", "0.3"]
+    assert loop_chunks.child_line(output, "RESULT")[0] == "0.5020"
+    assert loop_chunks.child_line("Traceback ...\n", "RESULT") is None
