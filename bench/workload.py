@@ -123,7 +123,8 @@ def triton_hook_pairs():
 
     runtime = knobs.runtime
     lepton_hooks = (runtime.launch_enter_hook, runtime.launch_exit_hook)
-    no_hooks = (getattr(lepton_hooks[0], "lepton_chain", None), getattr(lepton_hooks[0], "lepton_exit_chain", None))
+    sole = lepton_hooks[0]
+    no_hooks = (getattr(sole, "lepton_chain", None), getattr(sole, "lepton_exit_chain", None))
     if None in no_hooks:
         return None
     metadata_only = (functools.partial(lambda metadata: metadata.get()), None)

@@ -375,7 +375,8 @@ def test_repeated_launch_counts_survive_reads_and_phases(knobs, fake):
     for phase, launches in ((0, 7), (1, 2)):
         (scope,) = load(f"counted.part_{phase}.hatchet")["children"]
         (op,) = scope["children"]
-        assert (op["frame"]["name"], op["metrics"]["bytes"], op["metrics"]["count"]) == ("add", 10 * launches, launches)
+        assert (op["frame"]["name"], op["metrics"]["bytes"], op["metrics"]["count"]) == (
+            "add", 10 * launches, launches)
 
 
 def test_a_tensor_in_metadata_is_never_compared_with_remembered_values(knobs, fake):

@@ -565,7 +565,8 @@ def test_launch_callbacks_at_one_address_read_each_calls_data(fake_cupti):
     for d in moving:
         cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(d))
     assert len(cupti_backend._callback_views) <= cupti_backend._CALLBACK_VIEWS_MAX
-    assert [entry & 0xFFFF_FFFF for entry in collector.launch_stacks[3:]] == [d.correlation_id for d in moving]
+    correlation_ids = [entry & 0xFFFF_FFFF for entry in collector.launch_stacks]
+    assert correlation_ids[3:] == [d.correlation_id for d in moving]
     proton.finalize()
 
 

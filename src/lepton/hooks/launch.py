@@ -164,7 +164,8 @@ class LaunchHook:
         kernel = None
         if fast:
             top = t.stack[-1]
-            kernel = rt.hooked_kernels[(top, raw_name)] = _KernelInScope(top, state, rt.shadow.effective(t, top))
+            kernel = _KernelInScope(top, state, rt.shadow.effective(t, top))
+            rt.hooked_kernels[(top, raw_name)] = kernel
         t.in_metadata = True
         try:
             values = metadata.get()
@@ -300,8 +301,9 @@ def _install(hook) -> None:
     elif current is None:
         runtime.launch_enter_hook = fn
     elif current is not fn:
-        raise RuntimeError(f"triton.knobs.runtime.launch_enter_hook is already set by another tool ({current!r}); "
-                           "lepton's hook='triton' cannot chain with it on this Triton version")
+        raise RuntimeError(f"triton.knobs.runtime.launch_enter_hook is already set by another tool "
+                           f"({current!r}); lepton's hook='triton' cannot chain with it on this "
+                           "Triton version")
 
 
 def _sole_hook(runtime, chain, fn):
