@@ -7,14 +7,23 @@ import types
 
 
 class LazyDict:
-    """Triton's LazyDict: `data` holds name/function/stream; `get()` runs launch_metadata."""
+    """Triton's LazyDict (3.3 to 3.6): `data` holds name/function/stream; `extras` the
+    `launch_metadata` calls that `get()` makes once. `fn`: a launch_metadata taking no arguments."""
 
     def __init__(self, data, fn=None):
         self.data = data
-        self.fn = fn
+        self.extras = []
+        if fn is not None:
+            self.add(fn, ())
 
     def get(self):
-        return self.data | (self.fn() if self.fn else {})
+        for func, args in self.extras:
+            self.data = self.data | func(*args)
+        self.extras.clear()
+        return self.data
+
+    def add(self, func, args):
+        self.extras.append((func, args))
 
 
 class HookChain:
@@ -54,6 +63,11 @@ def install_knobs(monkeypatch, chain: bool = False) -> types.SimpleNamespace:
     triton = types.ModuleType("triton")
     triton.knobs = types.ModuleType("triton.knobs")
     triton.knobs.runtime = runtime
+    triton.compiler = types.ModuleType("triton.compiler")
+    triton.compiler.compiler = types.ModuleType("triton.compiler.compiler")
+    triton.compiler.compiler.LazyDict = LazyDict
     monkeypatch.setitem(sys.modules, "triton", triton)
     monkeypatch.setitem(sys.modules, "triton.knobs", triton.knobs)
+    monkeypatch.setitem(sys.modules, "triton.compiler", triton.compiler)
+    monkeypatch.setitem(sys.modules, "triton.compiler.compiler", triton.compiler.compiler)
     return runtime

@@ -13,6 +13,21 @@ from triton_standin import LazyDict, call_exit_hook
 import lepton as proton
 
 
+@pytest.fixture(params=["slot", "chain"])
+def knobs(monkeypatch, request):
+    """The stand-in `triton.knobs.runtime` with one hook slot (Triton 3.3 to 3.5: the hook reads
+    the metadata with `get()`) or with Triton 3.6's chains of hooks (Lepton is the only hook, and
+    calls `launch_metadata` itself): every test here runs with both."""
+    from triton_standin import install_knobs
+
+    from lepton.hooks.launch import LaunchHook
+
+    runtime = install_knobs(monkeypatch, chain=request.param == "chain")
+    LaunchHook().configure()
+    yield runtime
+    LaunchHook().configure()
+
+
 def launch(knobs, backend, raw_name, meta_fn=None, duration=100):
     md = LazyDict({"name": raw_name, "function": 1, "stream": 0}, meta_fn)
     knobs.launch_enter_hook(md)
@@ -37,7 +52,7 @@ def test_launch_metadata_renames_the_kernel_and_adds_its_metrics(knobs, fake):
         for _ in range(3):
             launch(knobs, fake(), "add_kernel", meta, 900)
     proton.finalize()
-    assert knobs.launch_enter_hook is None
+    assert knobs.launch_enter_hook is None or knobs.launch_enter_hook.calls == []  # one slot; chain
     root = load("hooked.hatchet")
     assert root["metrics"] == {"bytes": 0, "count": 0, "extra": 0, "flops32": 0, "time (ns)": 0}
     (kernel,) = root["children"][0]["children"]
@@ -120,8 +135,12 @@ def compiled_kernel_class(monkeypatch):
             return LazyDict({"name": "matmul_kernel", "function": None, "stream": stream},
                             lambda: {"name": "matmul [M=64]", "flops16": 2.0})
 
+    from lepton.hooks import kernel_props
+
+    monkeypatch.setattr(kernel_props, "_cache", {})  # properties known from another test's kernel 77
     compiler = types.ModuleType("triton.compiler.compiler")
     compiler.CompiledKernel = CompiledKernel
+    compiler.LazyDict = LazyDict
     monkeypatch.setitem(sys.modules, "triton.compiler", types.ModuleType("triton.compiler"))
     monkeypatch.setitem(sys.modules, "triton.compiler.compiler", compiler)
     return CompiledKernel
@@ -329,18 +348,98 @@ def test_the_only_hook_is_called_without_triton_chain_and_hands_it_back(chained_
     proton.start("sole", backend="fake", hook="triton")
     sole = chained_knobs.launch_enter_hook
     assert sole is not enter_chain and len(sole.calls) == 1 and chained_knobs.launch_exit_hook is not exit_chain
+    calls = []
+    meta = lambda: calls.append(1) or {"name": "k_named"}
     with proton.scope("s"):
-        launch(chained_knobs, fake(), "k", lambda: {"name": "k_named"})
+        launch(chained_knobs, fake(), "k", meta)
         seen = []
         chained_knobs.launch_enter_hook.add(seen.append)  # another tool, as Proton's HookManager adds
         assert chained_knobs.launch_enter_hook is enter_chain and len(enter_chain.calls) == 2
-        launch(chained_knobs, fake(), "k", lambda: {"name": "k_named"})
+        launch(chained_knobs, fake(), "k", meta)
     proton.finalize()
     assert chained_knobs.launch_enter_hook is enter_chain and enter_chain.calls == [seen.append]
     assert chained_knobs.launch_exit_hook is exit_chain and exit_chain.calls == []
-    assert len(seen) == 1
+    # The other tool reads the metadata Lepton evaluated through get(): launch_metadata ran once.
+    assert len(seen) == 1 and seen[0].get()["name"] == "k_named" and len(calls) == 2
     (s,) = load("sole.hatchet")["children"]
     assert [(c["frame"]["name"], c["metrics"]["count"]) for c in s["children"]] == [("k_named", 2)]
+
+
+def test_the_only_hook_calls_launch_metadata_itself_once_per_launch(chained_knobs, fake):
+    """Alone in Triton 3.6's chains, the hook calls the kernel's launch_metadata from the LazyDict's
+    `extras` (no `get()`), once per launch, and compares only what it returned: changing values,
+    repeats, and a kernel with no launch_metadata each land as launched."""
+    from lepton.hooks.launch import LaunchHook
+
+    proton.start("alone", backend="fake", hook="triton")
+    sole = chained_knobs.launch_enter_hook
+    assert sole.func == LaunchHook().enter_as and sole.args == (True,)
+    calls = []
+
+    def meta(n):
+        calls.append(n)
+        return {"name": f"add_{n}", "bytes": n}
+
+    with proton.scope("s"):
+        for n in (8, 8, 16, 8, 16, 16):
+            md = LazyDict({"name": "add_kernel", "function": 1, "stream": 0})
+            md.add(lambda grid, metadata, args: meta(args["n"]), ((1,), None, {"n": n}))
+            chained_knobs.launch_enter_hook(md)
+            fake().launch("add_kernel", 10)
+        for _ in range(2):
+            launch(chained_knobs, fake(), "plain_kernel")  # no launch_metadata: `extras` is empty
+    proton.finalize()
+    assert calls == [8, 8, 16, 8, 16, 16]
+    (s,) = load("alone.hatchet")["children"]
+    got = {c["frame"]["name"]: (c["metrics"]["count"], c["metrics"].get("bytes")) for c in s["children"]}
+    assert got == {"add_8": (3, 24), "add_16": (3, 48), "plain_kernel": (2, None)}
+
+
+def test_launch_metadata_returning_no_dict_raises_as_tritons_merge_does(knobs, fake):
+    """`metadata.get()` raises TypeError where launch_metadata returns None; so does the hook that
+    calls it itself, on a first and on a repeated launch, and the thread stays in its scope."""
+    proton.start("nodict", backend="fake", hook="triton")
+    returned = [{"name": "k_named"}]
+    with proton.scope("step"):
+        launch(knobs, fake(), "k", lambda: returned[0], 10)
+        returned[0] = None
+        for _ in range(2):
+            with pytest.raises(TypeError):
+                launch(knobs, fake(), "k", lambda: returned[0], 10)
+        fake().launch("after", 10)
+    proton.finalize()
+    (step,) = load("nodict.hatchet")["children"]
+    assert names(step) == ["after", "k_named"]
+
+
+def test_a_lazy_dict_of_another_shape_is_read_with_get(chained_knobs, fake, monkeypatch):
+    """Where Triton's LazyDict does not keep its calls in `extras` as Lepton knows them, the only
+    hook still reads the metadata through `get()`."""
+    from lepton.hooks.launch import LaunchHook
+
+    class OtherLazyDict:
+        def __init__(self, data):
+            self.data, self.functions = data, []
+
+        def add(self, func, args):
+            self.functions.append((func, args))
+
+        def get(self):
+            for func, args in self.functions:
+                self.data = self.data | func(*args)
+            return self.data
+
+    monkeypatch.setattr(sys.modules["triton.compiler.compiler"], "LazyDict", OtherLazyDict)
+    proton.start("other", backend="fake", hook="triton")
+    assert chained_knobs.launch_enter_hook.func == LaunchHook().enter
+    for _ in range(2):
+        md = OtherLazyDict({"name": "k", "function": 1, "stream": 0})
+        md.add(lambda: {"name": "k_named", "bytes": 4}, ())
+        chained_knobs.launch_enter_hook(md)
+        fake().launch("k", 10)
+    proton.finalize()
+    (k,) = load("other.hatchet")["children"]
+    assert (k["frame"]["name"], k["metrics"]["count"], k["metrics"]["bytes"]) == ("k_named", 2, 8)
 
 
 def test_a_hook_already_in_triton_chain_keeps_running(chained_knobs, fake):

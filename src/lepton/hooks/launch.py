@@ -49,11 +49,37 @@ def _is_metric_value(value) -> bool:
         isinstance(value, Number) or hasattr(value, "data_ptr") or hasattr(value, "dtype"))
 
 
+def _returned(metadata, alone: bool):
+    """What the kernel's `launch_metadata` returned (`alone`, see `LaunchHook.enter_as`: evaluated
+    from Triton's `LazyDict.extras`, which holds one entry or none), or the whole metadata."""
+    if not alone:
+        return metadata.get()
+    returned = {}
+    for function, args in metadata.extras:
+        returned = returned | function(*args)
+    return returned
+
+
+def _counting(counters: tuple) -> Callable[[], object] | None:
+    """One call that counts a repeat launch in each of `counters` (one per active session)."""
+    if not counters:
+        return None
+    if len(counters) == 1:
+        return counters[0].__next__
+    return functools.partial(_count_each, counters)
+
+
+def _count_each(counters: tuple) -> None:
+    for counter in counters:
+        next(counter)
+
+
 class _KernelInScope:
     """What the hook's fast path knows of one kernel launched under one scope path since the last
     registry change (`Runtime.hooked_kernels`): the state its metadata is evaluated in, that
     state's path there, and its last launch there with plain metadata values: `last = (value
-    types, values, op, counters)`, replaced whole (threads may launch it at once)."""
+    types, values, op, count)` (`count`: None or what counts a repeat in each session), replaced
+    whole (threads may launch it at once)."""
 
     __slots__ = ("last", "scope", "state", "state_path")
 
@@ -61,7 +87,7 @@ class _KernelInScope:
         self.scope = scope
         self.state = state
         self.state_path = state_path
-        self.last: tuple = (None, None, -1, ())
+        self.last: tuple = (None, None, -1, None)
 
 
 class LaunchHook:
@@ -94,9 +120,19 @@ class LaunchHook:
         return self._exclude is None or self._exclude.match(name) is None
 
     def enter(self, metadata) -> None:
-        # Runs on every hooked launch. A kernel launched again under the same scope with the
-        # metadata values of its last launch there takes the fast path: two marks, the metadata,
-        # one comparison and a counter per session (`_KernelInScope`).
+        """Triton's enter hook in a chain with other tools' hooks, which may read the metadata too."""
+        self.enter_as(False, metadata)
+
+    def enter_as(self, alone: bool, metadata) -> None:
+        """Runs on every hooked launch; `alone`: Lepton is Triton's only launch hook (`_sole_hook`),
+        so no one reads `metadata` after it, and the kernel's `launch_metadata` is called directly
+        rather than through `metadata.get()`, which merges its result into a copy of Triton's
+        name/function/stream dict (the fast path then compares only what it returned; ≈250 of
+        ≈1150 ns per launch on the CI CPU).
+
+        A kernel launched again under the same scope with the metadata values of its last launch
+        there takes the fast path: two marks, the metadata, one comparison and a counter per
+        session (`_KernelInScope`)."""
         rt = RUNTIME
         if not rt.active:
             return
@@ -113,7 +149,7 @@ class LaunchHook:
         top = t.stack[-1]
         kernel = rt.hooked_kernels.get((top, raw_name)) if fast else None
         if kernel is None:
-            self._enter_slowly(rt, t, metadata, raw_name, fast)
+            self._enter_slowly(rt, t, metadata, raw_name, fast, alone)
             return
         clock = rt.mark_clock
         t.state = kernel.state
@@ -123,7 +159,11 @@ class LaunchHook:
             marks.append(kernel.state_path)
         t.in_metadata = True
         try:
-            values = metadata.get()
+            if alone and len(metadata.extras) == 1:  # (launch_metadata, its arguments): Triton's
+                function, args = metadata.extras[0]
+                returned = function(*args)
+            else:
+                returned = _returned(metadata, alone)
         except BaseException:
             t.state = None
             rt.remark(t)
@@ -132,29 +172,33 @@ class LaunchHook:
             t.in_metadata = False
         t.state = None
         last = kernel.last
-        types = [*map(type, values.values())]
+        try:
+            types = [*map(type, returned.values())]
+        except AttributeError:  # not a dict: Triton's own merge raises there
+            self._finish_slowly(rt, t, metadata.data, returned, None, None, kernel)
+            return
         # The types first: the last values are plain, so `==` then compares plain values only
         # (a tensor's `==` would launch a kernel), and True == 1 == 1.0 are told apart.
-        if types == last[0] and values == last[1]:
-            op, counters = last[2], last[3]
+        if types == last[0] and returned == last[1]:
+            op, count = last[2], last[3]
         else:
-            try:  # (top,) + `_metadata_key(raw_name, values)`, inlined
-                key = (top, raw_name, tuple(values.items()), tuple(types))
+            try:  # (top,) + `_metadata_key(raw_name, returned)`, inlined
+                key = (top, raw_name, tuple(returned.items()), tuple(types))
                 launch = rt.hooked_launches.get(key)
             except TypeError:
                 key = launch = None
             if launch is None:
-                self._finish_slowly(rt, t, metadata.data, values, None, key and key[1:], kernel)
+                self._finish_slowly(rt, t, metadata.data, returned, None, key and key[1:], kernel)
                 return
-            op, counters = launch
-            kernel.last = (types, dict(values), op, counters)
+            op, count = launch
+            kernel.last = (types, dict(returned), op, count)
         if clock is not None:  # Runtime.mark_next_launch, inlined
             now = clock()
             marks.extend((now, ~op, now, top))
-        for counter in counters:
-            next(counter)
+        if count is not None:
+            count()
 
-    def _enter_slowly(self, rt, t, metadata, raw_name, fast: bool) -> None:
+    def _enter_slowly(self, rt, t, metadata, raw_name, fast: bool, alone: bool) -> None:
         """A launch of a kernel not launched under this scope since the last registry change,
         or under a state or filters."""
         state = self._metadata_states.get(raw_name)
@@ -168,21 +212,23 @@ class LaunchHook:
             rt.hooked_kernels[(top, raw_name)] = kernel
         t.in_metadata = True
         try:
-            values = metadata.get()
+            returned = _returned(metadata, alone)
         except BaseException:
             rt.exit_transient_state(previous)
             raise
         finally:
             t.in_metadata = False
-        self._finish_slowly(rt, t, metadata.data, values, previous, _metadata_key(raw_name, values), kernel)
+        self._finish_slowly(rt, t, metadata.data, returned, previous, _metadata_key(raw_name, returned), kernel)
 
-    def _finish_slowly(self, rt, t, data: dict, values: dict, previous, key: tuple | None,
+    def _finish_slowly(self, rt, t, data: dict, returned, previous, key: tuple | None,
                        kernel: _KernelInScope | None) -> None:
-        """From the metadata `values` (remembered by `key`, see `_metadata_key`) to the launch's
-        op; remembers the launch for the fast path of `kernel` (None: not on the fast path) when
-        the values are plain (numbers and strings)."""
+        """From the metadata (Triton's `data`, updated with what launch_metadata `returned`;
+        the latter remembered by `key`, see `_metadata_key`) to the launch's op; remembers the
+        launch for the fast path of `kernel` (None: not on the fast path) when the values are
+        plain (numbers and strings)."""
         raw_name = data.get("name")
         try:
+            values = data | returned  # what `metadata.get()` gives (a TypeError where Triton's does)
             name, metrics, plain = self._name_and_metrics(raw_name, values, key)
             if self._filtering and name != raw_name and not self._wanted(name):
                 rt.exit_transient_state(previous)
@@ -193,8 +239,9 @@ class LaunchHook:
             raise
         op, counters = rt.op_after_transient_state(previous, name, metrics, props)
         if plain and key is not None and kernel is not None and len(rt.hooked_launches) < _PARSED_MAX:
-            rt.hooked_launches[(kernel.scope, *key)] = (op, counters)
-            kernel.last = (list(key[2]), dict(values), op, counters)  # key[2]: the value types
+            count = _counting(counters)
+            rt.hooked_launches[(kernel.scope, *key)] = (op, count)
+            kernel.last = (list(key[2]), dict(returned), op, count)  # key[2]: the value types
 
     def _name_and_metrics(self, raw_name, values: dict, key: tuple | None) -> tuple[str, tuple, bool]:
         """The launch's node name, its metrics `((name, value), ...)` from what `launch_metadata`
@@ -291,11 +338,12 @@ def _knobs():
 
 
 def _install(hook) -> None:
-    """Puts `hook.enter` in Triton's launch enter hook."""
+    """Puts `hook.enter` in Triton's launch enter hook (`hook.enter_as(True, metadata)` where it is
+    the only hook, see `_sole_hook`)."""
     runtime = _knobs()
     fn, current = hook.enter, runtime.launch_enter_hook
     if getattr(current, "calls", None) == [] and hasattr(current, "add"):
-        runtime.launch_enter_hook = _sole_hook(runtime, current, fn)  # Triton 3.6, no other hook
+        runtime.launch_enter_hook = _sole_hook(runtime, current, fn, getattr(hook, "enter_as", None))
     elif hasattr(current, "add"):  # a HookChain (newer Triton): other hooks keep running
         current.add(fn)
     elif current is None:
@@ -306,9 +354,11 @@ def _install(hook) -> None:
                            "Triton version")
 
 
-def _sole_hook(runtime, chain, fn):
+def _sole_hook(runtime, chain, fn, enter_as=None):
     """What stands in for Triton's empty chain of enter hooks (`HookChain`) while `fn` is the only
-    hook; Triton's exit slot is emptied meanwhile (None) if its chain is empty too.
+    hook; Triton's exit slot is emptied meanwhile (None) if its chain is empty too. Then no one but
+    the hook reads a launch's metadata: with `enter_as`, the hook is called as `enter_as(True,
+    metadata)`, where Triton's `LazyDict` is as Lepton knows it (`_lazy_dict_known`).
 
     Triton's C launcher calls the hook objects on every launch, and skips a slot that is None. A
     `functools.partial` calls `fn` with no Python frame of its own, where `HookChain.__call__` is a
@@ -317,13 +367,17 @@ def _sole_hook(runtime, chain, fn):
     a hook that evaluates the launch metadata, set in the slots directly, cost nothing measurable.
     It answers the chain's `add`, `remove` and `calls`: another tool's `add` puts the chains back,
     with `fn` and its hook in the enter chain (tools add their enter hook first)."""
-    sole = functools.partial(fn)
+    exit_chain = runtime.launch_exit_hook
+    exit_emptied = getattr(exit_chain, "calls", None) == [] and hasattr(exit_chain, "add")
+    if exit_emptied and enter_as is not None and _lazy_dict_known():
+        sole = functools.partial(enter_as, True)
+    else:
+        sole = functools.partial(fn)
     sole.calls = [fn]
     sole.reversed = getattr(chain, "reversed", False)
     sole.lepton_chain = chain  # the chain it stands in for, put back at uninstall
-    exit_chain = runtime.launch_exit_hook
     sole.lepton_exit_chain = None  # the exit chain emptied meanwhile, if it was
-    if getattr(exit_chain, "calls", None) == [] and hasattr(exit_chain, "add"):
+    if exit_emptied:
         sole.lepton_exit_chain = exit_chain
         runtime.launch_exit_hook = None
 
@@ -343,6 +397,22 @@ def _sole_hook(runtime, chain, fn):
 
     sole.add, sole.remove = add, remove
     return sole
+
+
+def _lazy_dict_known() -> bool:
+    """Whether Triton's `LazyDict` keeps each `launch_metadata` call in `extras` as `(function,
+    args)` and `get()` merges their results into `data` (Triton 3.3 to 3.6), so that the hook may
+    make the call itself. Checked at each install, on a LazyDict of its own."""
+    try:
+        from triton.compiler.compiler import LazyDict
+
+        probe = LazyDict({"name": "k"})
+        probe.add(lambda grid, metadata, args: {"n": args["n"]}, ((1,), None, {"n": 2}))
+        function, args = probe.extras[0]
+        return (len(probe.extras) == 1 and function(*args) == {"n": 2}
+                and probe.get() == {"name": "k", "n": 2} and probe.extras == [])
+    except Exception:  # another shape, or no Triton: `metadata.get()` it is
+        return False
 
 
 def _uninstall(hook, runtime=None) -> None:
