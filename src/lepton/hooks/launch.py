@@ -7,7 +7,8 @@ kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become
 that launch's node: `Runtime._enter_op` makes an op node under the current scope and marks it as the
 path of the thread's next launch on its time line (a one-shot pair, `collect.timeline`), so the
 kernel record lands on it whichever thread launches. Lepton's hooks need no exit hook: where one is
-Triton's only hook, Triton's exit slot is emptied, and Triton calls nothing after the launch.
+Triton's only hook, Triton's exit slot is emptied, and Triton calls nothing after the launch; no one
+else reads the metadata then, and the hook calls `launch_metadata` itself (`LaunchHook.enter_as`).
 
 GPU work that `launch_metadata` itself launches runs under the state
 `__proton_launch_metadata:<kernel>`, so it stays out of the user's tree (the viewer hides it).
