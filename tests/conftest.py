@@ -56,24 +56,14 @@ def fake():
 def knobs(monkeypatch):
     """A stand-in `triton.knobs` (see `triton_standin`); yields its `runtime`, where the launch
     hook installs itself."""
-    from triton_standin import install_knobs
+    from triton_standin import knobs_for_the_hook
 
-    from lepton.hooks.launch import LaunchHook
-
-    runtime = install_knobs(monkeypatch)
-    LaunchHook().configure()
-    yield runtime
-    LaunchHook().configure()
+    yield from knobs_for_the_hook(monkeypatch)
 
 
 @pytest.fixture
 def chained_knobs(monkeypatch):
     """`knobs` with Triton 3.6's chains of hooks (`triton_standin.HookChain`)."""
-    from triton_standin import install_knobs
+    from triton_standin import knobs_for_the_hook
 
-    from lepton.hooks.launch import LaunchHook
-
-    runtime = install_knobs(monkeypatch, chain=True)
-    LaunchHook().configure()
-    yield runtime
-    LaunchHook().configure()
+    yield from knobs_for_the_hook(monkeypatch, chain=True)

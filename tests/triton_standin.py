@@ -71,3 +71,14 @@ def install_knobs(monkeypatch, chain: bool = False) -> types.SimpleNamespace:
     monkeypatch.setitem(sys.modules, "triton.compiler", triton.compiler)
     monkeypatch.setitem(sys.modules, "triton.compiler.compiler", triton.compiler.compiler)
     return runtime
+
+
+def knobs_for_the_hook(monkeypatch, chain: bool = False):
+    """Yields `install_knobs(monkeypatch, chain)`'s runtime with Lepton's launch hook unfiltered,
+    and leaves the hook unfiltered after (the body of the tests' knobs fixtures)."""
+    from lepton.hooks.launch import LaunchHook
+
+    runtime = install_knobs(monkeypatch, chain=chain)
+    LaunchHook().configure()
+    yield runtime
+    LaunchHook().configure()

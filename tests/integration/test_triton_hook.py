@@ -8,7 +8,7 @@ import threading
 import types
 
 import pytest
-from triton_standin import LazyDict, call_exit_hook
+from triton_standin import LazyDict, call_exit_hook, knobs_for_the_hook
 
 import lepton as proton
 
@@ -18,14 +18,7 @@ def knobs(monkeypatch, request):
     """The stand-in `triton.knobs.runtime` with one hook slot (Triton 3.3 to 3.5: the hook reads
     the metadata with `get()`) or with Triton 3.6's chains of hooks (Lepton is the only hook, and
     calls `launch_metadata` itself): every test here runs with both."""
-    from triton_standin import install_knobs
-
-    from lepton.hooks.launch import LaunchHook
-
-    runtime = install_knobs(monkeypatch, chain=request.param == "chain")
-    LaunchHook().configure()
-    yield runtime
-    LaunchHook().configure()
+    yield from knobs_for_the_hook(monkeypatch, chain=request.param == "chain")
 
 
 def launch(knobs, backend, raw_name, meta_fn=None, duration=100):
