@@ -161,7 +161,7 @@ class LaunchHook:
             marks.append(kernel.state_path)
         t.in_metadata = True
         try:
-            if alone and len(metadata.extras) == 1:  # (launch_metadata, its arguments): Triton's
+            if alone and len(metadata.extras) == 1:  # `_returned` for Triton's one entry, inlined
                 function, args = metadata.extras[0]
                 returned = function(*args)
             else:
