@@ -23,7 +23,7 @@ _rt = RUNTIME
 class scope:
     """Context manager and decorator: `with scope("name", {"bytes": 1024}): ...`."""
 
-    __slots__ = ("_anchor", "_pid", "_sid", "_t0", "metrics", "name")
+    __slots__ = ("_anchor", "_anchors", "_pid", "_sid", "_t0", "metrics", "name")
     _callers_depth = 1  # sys._getframe(depth) in __enter__: the frame that enters the scope
 
     def __init__(self, name: str, metrics: dict[str, Any] | None = None) -> None:
@@ -32,6 +32,7 @@ class scope:
         self._pid = -1
         self._t0 = 0  # set while a trace session times this scope
         self._anchor: tuple | None = None  # its python-context anchor (`collect.contexts`)
+        self._anchors: list | None = None  # the thread's anchors it is on
 
     def __enter__(self):
         rt = _rt
@@ -53,8 +54,11 @@ class scope:
                     marks.append(clock())
                     marks.append(pid)
                 self._pid = pid
-                if rt.python_sessions:
-                    self._enter_python(rt, sys._getframe(self._callers_depth))
+                if rt.python_sessions:  # `_enter_python`, inlined
+                    here, self._anchor, self._anchors = enter_python_scope(
+                        rt.paths, sys._getframe(self._callers_depth))
+                    for scopes in rt.python_scope_sets:
+                        scopes.add(here)
                 if rt.tracing:
                     self._sid = next(rt.scope_ids)
                     self._t0 = time.time_ns()
@@ -75,7 +79,7 @@ class scope:
     def _enter_python(self, rt, frame) -> None:
         """In a python-context session, the scope's node is the stack of the frame that entered
         it, which anchors the stack walks made inside the scope."""
-        here, self._anchor = enter_python_scope(rt.paths, frame)
+        here, self._anchor, self._anchors = enter_python_scope(rt.paths, frame)
         for scopes in rt.python_scope_sets:
             scopes.add(here)
 
@@ -87,7 +91,11 @@ class scope:
         anchor = self._anchor
         if anchor is not None:
             self._anchor = None
-            exit_python_scope(anchor)
+            anchors = self._anchors
+            if anchors[-1] is anchor:  # `exit_python_scope`, inlined
+                anchors.pop()
+            else:
+                exit_python_scope(anchor, anchors)
         rt = _rt
         t0 = self._t0
         if t0:  # timed by a trace session

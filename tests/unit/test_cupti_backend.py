@@ -607,6 +607,42 @@ def test_python_context_launches_inside_scopes_land_under_their_whole_stack(fake
     assert found[0][0][-2:] == found[1][0][-2:]
 
 
+def test_python_context_launches_in_a_decorated_function_land_under_their_whole_stack(fake_cupti):
+    """`@scope` enters its scope from its wrapper's frame, which is Lepton's and folded: a walk
+    from inside stops there, and the frames outside it are still the caller's."""
+    proton.start("pydecorated", context="python", backend="cupti")
+    cupti = fake_cupti["cupti"]
+
+    @proton.scope("decorated")
+    def launch_from_here():
+        data = _CallbackData(callback_site=0, correlation_id=cupti._corr + 1)
+        cupti_backend._resource_callback(None, layout.CB_DOMAIN_RUNTIME_API, 211, ctypes.addressof(data))
+        cupti.launch(0x7F00_0000_1000)
+
+    def caller():
+        launch_from_here()
+        launch_from_here()
+
+    caller()
+    proton.finalize()
+    found = []
+
+    def walk(node, path):
+        if node["frame"]["name"] == "add_kernel":
+            found.append((path, node["metrics"]["count"]))
+        for c in node["children"]:
+            walk(c, [*path, c["frame"]["name"]])
+
+    walk(hatchet("pydecorated.hatchet")[0], [])
+    assert [count for _, count in found] == [1, 1]  # from caller's two lines
+    for path, _ in found:
+        assert [n.rsplit("@", 1)[1] for n in path[-4:-1]] == [
+            "test_python_context_launches_in_a_decorated_function_land_under_their_whole_stack", "caller",
+            "launch_from_here"]
+        assert not any("/lepton/" in n for n in path)
+    assert found[0][0][-2] == found[1][0][-2] and found[0][0][-3] != found[1][0][-3]
+
+
 def test_python_context_puts_every_kernel_of_a_graph_launch_under_the_launching_line(fake_cupti):
     """The kernels of one graph launch share its correlation id: all of them take its stack."""
     proton.start("pygraph", context="python", backend="cupti")

@@ -107,7 +107,7 @@ def test_an_anchor_whose_frame_is_not_on_the_stack_is_walked_past():
 
 
 def scoped_generator(paths):
-    here, anchor = enter_python_scope(paths, sys._getframe())
+    here, anchor, _ = enter_python_scope(paths, sys._getframe())
     assert anchor is None  # resumed from other stacks: its outside is not fixed
     yield launch_site(paths)
     yield launch_site(paths)
@@ -132,8 +132,8 @@ def test_a_scope_in_a_generator_is_not_anchored_and_each_resume_gets_its_own_sta
 def test_anchors_closed_out_of_order_leave_the_others_in_place():
     paths = PathTable()
     frame = sys._getframe()
-    _, outer = enter_python_scope(paths, frame)
-    _, inner = enter_python_scope(paths, frame)
+    _, outer, _ = enter_python_scope(paths, frame)
+    _, inner, _ = enter_python_scope(paths, frame)
     exit_python_scope(outer)
     assert contexts._local.anchors == [inner]
     exit_python_scope(inner)

@@ -146,17 +146,18 @@ def folded_dirs() -> tuple[str, ...]:
 
 # A scope's anchor: while a scope entered from frame S is open, S is live and every frame outside
 # it is suspended at the call that leads to S, so the stack outside S is fixed; a walk from inside
-# the scope stops at S and takes the rest from the anchor. S is held (`is` is the only safe test:
+# the scope stops at S and takes the rest from the anchor: the scope's own path (S's stack when it
+# entered the scope), which fixes the path outside S. S is held (`is` is the only safe test:
 # a new frame may reuse a dead one's id) while its scope is open, when it is live anyway. Not for
 # generator frames, which are resumed from other stacks.
 _NOT_ANCHORED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-_local = threading.local()  # .anchors: [(frame S, path outside S, skip, path table), ...], innermost last
+_local = threading.local()  # .anchors: [(frame S, the scope's path, skip, path table), ...], innermost last
 
 
-def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, start=None) -> int:
-    """The path id of the caller's Python stack (from frame `start` if given), named
-    `<file>:<line>@<function>` outermost first, frames inside `skip_dirs` (default:
-    `folded_dirs()`) left out.
+def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, start=None, depth: int = 1) -> int:
+    """The path id of the caller's Python stack (from frame `start` if given, else from
+    `sys._getframe(depth)`), named `<file>:<line>@<function>` outermost first, frames inside
+    `skip_dirs` (default: `folded_dirs()`) left out.
 
     This runs on every launch of a python-context session, so a stack seen before costs one walk
     and one dict lookup. The walk collects `(id(code), f_lasti)` of every frame, folded or not
@@ -166,14 +167,14 @@ def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, star
     (2.1 against 1.5 µs at depth 10 on the CI machine)."""
     skip = (_folded_final or folded_dirs()) if skip_dirs is None else skip_dirs
     if start is None:
-        start = sys._getframe(1)
-    stop = outside = None
+        start = sys._getframe(depth)
+    stop = entered = None
     anchors = getattr(_local, "anchors", None)
     if anchors:
-        stop, outside, anchor_skip, anchor_paths = anchors[-1]
+        stop, entered, anchor_skip, anchor_paths = anchors[-1]
         if anchor_skip is not skip or anchor_paths is not paths:
             stop = None
-    signature = [id(paths), id(skip), -1]  # then the anchor's path outside, if the walk meets it
+    signature = [id(paths), id(skip), -1]  # then the anchor's scope path, if the walk meets it
     append = signature.append
     f = start
     if stop is None:  # the same walk without the test per frame (≈10% of the walk)
@@ -186,7 +187,7 @@ def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, star
             append(id(f.f_code))
             append(f.f_lasti)
             if f is stop:
-                signature[2] = outside
+                signature[2] = entered
                 break
             f = f.f_back
     key = tuple(signature)
@@ -194,31 +195,36 @@ def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, star
     if pid is None:
         _codes[id(paths)] = paths
         _codes[id(skip)] = skip
-        met = signature[2] >= 0
-        pid = _stack_ids[key] = _intern_stack(paths, start, stop if met else None, outside if met else ROOT, skip)
+        if signature[2] < 0:
+            pid = _intern_stack(paths, start, None, ROOT, skip)
+        else:  # the path outside S: the scope's path, less S's frame unless S is folded
+            outside = entered if _is_folded(stop.f_code.co_filename, skip) else paths.parent[entered]
+            pid = _intern_stack(paths, start, stop, outside, skip)
+        _stack_ids[key] = pid
     return pid
 
 
-def enter_python_scope(paths: PathTable, frame) -> tuple[int, tuple | None]:
-    """`(path, anchor)`: the path of the stack from `frame`, which enters a scope, and the anchor
-    pushed on this thread for the scope (None for a generator's frame), which `exit_python_scope`
-    takes off when the scope exits."""
+def enter_python_scope(paths: PathTable, frame) -> tuple[int, tuple | None, list | None]:
+    """`(path, anchor, anchors)`: the path of the stack from `frame`, which enters a scope, and the
+    anchor pushed on this thread's `anchors` for the scope (None for a generator's frame), which
+    `exit_python_scope` takes off when the scope exits."""
     skip = _folded_final or folded_dirs()
     here = python_path(paths, skip, frame)
-    code = frame.f_code
-    if code.co_flags & _NOT_ANCHORED:
-        return here, None
-    outside = here if _is_folded(code.co_filename, skip) else paths.parent[here]
-    anchor = (frame, outside, skip, paths)
+    if frame.f_code.co_flags & _NOT_ANCHORED:
+        return here, None, None
+    anchor = (frame, here, skip, paths)
     try:
-        _local.anchors.append(anchor)
+        anchors = _local.anchors
     except AttributeError:
-        _local.anchors = [anchor]
-    return here, anchor
+        anchors = _local.anchors = []
+    anchors.append(anchor)
+    return here, anchor, anchors
 
 
-def exit_python_scope(anchor: tuple) -> None:
-    anchors = _local.anchors
+def exit_python_scope(anchor: tuple, anchors: list | None = None) -> None:
+    """Takes `anchor` off this thread's anchors (`anchors`, if the caller kept them)."""
+    if anchors is None:
+        anchors = _local.anchors
     if anchors[-1] is anchor:
         anchors.pop()
     else:  # scopes closed out of order (enter_scope/exit_scope): the error is raised elsewhere
