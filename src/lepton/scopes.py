@@ -31,8 +31,9 @@ class scope:
         self.metrics = metrics
         self._pid = -1
         self._t0 = 0  # set while a trace session times this scope
-        self._anchor: tuple | None = None  # its python-context anchor (`collect.contexts`)
-        self._anchors: list | None = None  # the thread's anchors it is on
+        # Its python-context anchor (`collect.contexts`); `_anchors`, the thread's anchors it is
+        # on, is set with it (not here: every scope object is made on the hot path).
+        self._anchor: tuple | None = None
 
     def __enter__(self):
         rt = _rt
