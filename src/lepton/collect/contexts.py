@@ -156,8 +156,9 @@ _local = threading.local()  # .anchors: [(frame S, the scope's path, skip, path 
 
 def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, start=None, depth: int = 1) -> int:
     """The path id of the caller's Python stack (from frame `start` if given, else from
-    `sys._getframe(depth)`), named `<file>:<line>@<function>` outermost first, frames inside
-    `skip_dirs` (default: `folded_dirs()`) left out.
+    `sys._getframe(depth)`: the frames it passes over must be folded ones), named
+    `<file>:<line>@<function>` outermost first, frames inside `skip_dirs` (default:
+    `folded_dirs()`) left out.
 
     This runs on every launch of a python-context session, so a stack seen before costs one walk
     and one dict lookup. The walk collects `(id(code), f_lasti)` of every frame, folded or not
