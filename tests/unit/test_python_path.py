@@ -68,11 +68,11 @@ def last_key():
 
 def run_in_scope(paths, anchored: bool):
     """One launch site, walked inside an anchored scope or not; the same line either way."""
-    anchor = enter_python_scope(paths, sys._getframe())[1] if anchored else None
+    _, anchor, anchors = enter_python_scope(paths, sys._getframe()) if anchored else (None, None, None)
     pid = launch_site(paths)
     key = last_key()
     if anchor is not None:
-        exit_python_scope(anchor)
+        exit_python_scope(anchor, anchors)
     return pid, key
 
 
@@ -83,7 +83,7 @@ def test_a_walk_inside_a_scope_stops_at_the_scopes_frame_and_gives_the_whole_pat
     assert names(paths, inside)[-2].endswith("@run_in_scope")
     assert any(n.endswith("@test_a_walk_inside_a_scope_stops_at_the_scopes_frame_and_gives_the_whole_path")
                for n in names(paths, inside))  # the frames outside the scope's, from its anchor
-    assert plain_key[2] == -1 and inside_key[2] >= 0  # the anchor's path outside the scope's frame
+    assert plain_key[2] == -1 and inside_key[2] >= 0  # the anchor's scope path
     assert len(inside_key) < len(plain_key)  # two frames walked (launch_site, run_in_scope), not all
     assert len(inside_key) == 3 + 2 * 2
     assert not contexts._local.anchors
@@ -91,17 +91,17 @@ def test_a_walk_inside_a_scope_stops_at_the_scopes_frame_and_gives_the_whole_pat
 
 def enter_and_return(paths):
     """A scope entered in a frame that returns before the scope exits (enter_scope's way)."""
-    return enter_python_scope(paths, sys._getframe())[1]
+    return enter_python_scope(paths, sys._getframe())[1:]
 
 
 def test_an_anchor_whose_frame_is_not_on_the_stack_is_walked_past():
     paths = PathTable()
-    anchor = enter_and_return(paths)
+    anchor, anchors = enter_and_return(paths)
     try:
         pid = site_a(paths, contexts.folded_dirs())
         assert last_key()[2] == -1  # walked to the outermost frame
     finally:
-        exit_python_scope(anchor)
+        exit_python_scope(anchor, anchors)
     assert names(paths, pid)[-1].endswith("@site_a")
     assert names(paths, pid)[-2].endswith("@test_an_anchor_whose_frame_is_not_on_the_stack_is_walked_past")
 
@@ -132,9 +132,9 @@ def test_a_scope_in_a_generator_is_not_anchored_and_each_resume_gets_its_own_sta
 def test_anchors_closed_out_of_order_leave_the_others_in_place():
     paths = PathTable()
     frame = sys._getframe()
-    _, outer, _ = enter_python_scope(paths, frame)
+    _, outer, anchors = enter_python_scope(paths, frame)
     _, inner, _ = enter_python_scope(paths, frame)
-    exit_python_scope(outer)
+    exit_python_scope(outer, anchors)
     assert contexts._local.anchors == [inner]
-    exit_python_scope(inner)
+    exit_python_scope(inner, anchors)
     assert contexts._local.anchors == []

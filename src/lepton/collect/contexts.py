@@ -222,10 +222,8 @@ def enter_python_scope(paths: PathTable, frame) -> tuple[int, tuple | None, list
     return here, anchor, anchors
 
 
-def exit_python_scope(anchor: tuple, anchors: list | None = None) -> None:
-    """Takes `anchor` off this thread's anchors (`anchors`, if the caller kept them)."""
-    if anchors is None:
-        anchors = _local.anchors
+def exit_python_scope(anchor: tuple, anchors: list) -> None:
+    """Takes `anchor` off `anchors`, the thread's anchors `enter_python_scope` pushed it on."""
     if anchors[-1] is anchor:
         anchors.pop()
     else:  # scopes closed out of order (enter_scope/exit_scope): the error is raised elsewhere
