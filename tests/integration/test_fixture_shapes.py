@@ -1,4 +1,4 @@
-"""The calls of `fixtures/proton-3.6/make_fixtures.py`, driven with the fake backend, write files
+"""The calls of `make_fixtures.py` (the script that wrote `tests/data/proton_3_6`), driven with the fake backend, write files
 whose tree shape and metrics match what the real Proton wrote (kernel and CPU times aside)."""
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import pytest
 
 import lepton as proton
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "proton-3.6"
-if not FIXTURES.exists():
-    FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "proton_3_6"
 MUL = ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_15binary_internal"
        "10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_")
 TIMES = {"time (ns)", "cpu_time (ns)"}

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 
 COMMANDS = {
     "python -m lepton.view": [sys.executable, "-m", "lepton.view"],

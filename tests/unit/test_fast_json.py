@@ -9,7 +9,7 @@ import pytest
 
 from lepton.writers.fast_json import dumps
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "proton_3_6"
 
 
 def reference(obj) -> str:

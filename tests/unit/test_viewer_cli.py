@@ -11,7 +11,7 @@ from lepton.cli.view import main, parse_options
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 
 
 class Terminal(io.StringIO):

@@ -1,7 +1,7 @@
 """lepton-view reproduces what the real proton-viewer printed, character for character.
 
 Two sources: the reference's section 3.8 (Proton's test example files, in tests/data/proton_examples)
-and shared/fixtures/proton-3.6/viewer_outputs.txt (real Triton 3.6 profiles). Names are shown
+and tests/data/proton_3_6/viewer_outputs.txt (real Triton 3.6 profiles). Names are shown
 --mangled there, as proton-viewer shows them; demangling is our default.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lepton.cli.view import main
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
 REFERENCE_CASES = ROOT / "tests" / "data" / "viewer" / "proton_reference_3_8.txt"
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 
 
 def run_view(*argv: str) -> tuple[int, str, str]:

@@ -12,7 +12,7 @@ from lepton.viewer.load import ProfileError, from_document, load, load_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 
 
 def node(name, metrics=None, children=(), frame_type="function"):

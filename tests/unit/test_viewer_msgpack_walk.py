@@ -12,7 +12,7 @@ from lepton.viewer.load import ProfileError, from_document, load_bytes
 from lepton.viewer.msgpack_walk import walk_msgpack
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 ROOT_ZEROS = {"count": 0, "time (ns)": 0}
 
 

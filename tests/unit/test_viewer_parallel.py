@@ -13,7 +13,7 @@ from lepton.viewer.parallel import load_split, load_split_file
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the split load is Linux-only")
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "proton-3.6"
+FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 
 
 def pretty(document) -> bytearray:
