@@ -35,12 +35,12 @@ def no_leaked_sessions(tmp_path, monkeypatch):
     """Runs each test in its own folder and fails a test that leaves a session open."""
     monkeypatch.chdir(tmp_path)
     yield
-    from lepton.runtime import RUNTIME
+    from lepton.registry import REGISTRY
 
-    leaked = sorted(RUNTIME.sessions)
+    leaked = sorted(REGISTRY.sessions)
     if leaked:
-        RUNTIME.cli_session = None
-        RUNTIME.finalize(None, "")
+        REGISTRY.pin(None)
+        REGISTRY.finalize(None, "")
         pytest.fail(f"test left sessions open: {leaked}")
 
 

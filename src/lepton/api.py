@@ -10,7 +10,8 @@ from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu
 from .collect.backend import backend_factory
 from .errors import UsageError
 from .hooks import nvtx
-from .runtime import RUNTIME
+from .hooks.hook import Hook, HookManager
+from .registry import REGISTRY
 
 DEFAULT_PROFILE_NAME = "proton"
 _PLANNED_BACKENDS = ("roctracer", "rocprofiler", "instrumentation")
@@ -37,7 +38,7 @@ def select_backend() -> str:
         usable, looked_for = False, f"the CUPTI backend could not be imported ({e})"
     if usable:
         return "cupti"
-    RUNTIME.warn_once("no-gpu", f"lepton: no usable NVIDIA GPU ({looked_for}); "
+    REGISTRY.warn_once("no-gpu", f"lepton: no usable NVIDIA GPU ({looked_for}); "
                                 "recording CPU scopes and metrics only")
     return "cpu"
 
@@ -46,22 +47,16 @@ def _mode_string(mode) -> str:
     return "" if mode is None else str(mode)
 
 
-def _install_hook(hook, sid: int) -> None:
-    if hook is None:
-        return
+def _hook_object(hook) -> Hook | None:
+    """The `Hook` that `start(hook=...)` names: "triton" is the launch hook."""
+    if hook is None or isinstance(hook, Hook):
+        return hook
     if hook == "triton":
         try:
-            triton_hook = importlib.import_module("lepton.hooks.launch")
+            return importlib.import_module("lepton.hooks.launch").LaunchHook()
         except ImportError as e:
             raise UsageError(f"hook='triton' is not available: {e}") from None
-        triton_hook.register(sid)
-        return
-    if isinstance(hook, str):
-        raise UsageError(f"Unsupported hook: {hook} (the only hook name is 'triton')")
-    register = getattr(hook, "register", None)
-    if register is None:
-        raise UsageError(f"Unsupported hook: {hook!r} (pass 'triton' or an object with register(session))")
-    register(sid)
+    raise UsageError(f"Unsupported hook: {hook!r} (pass 'triton' or a lepton.hooks.hook.Hook)")
 
 
 def start(name: str | None = None, *, context: str | None = "shadow", data: str | None = "tree",
@@ -74,9 +69,10 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
     """
     if any(_env_true(v) for v in _DISABLE_ENV):
         return None
-    if RUNTIME.cli_session is not None and RUNTIME.cli_session in RUNTIME.sessions:
-        RUNTIME.activate(RUNTIME.cli_session)
-        return RUNTIME.cli_session
+    pinned = REGISTRY.pinned_session()
+    if pinned is not None:
+        activate(pinned)
+        return pinned
     name = DEFAULT_PROFILE_NAME if name is None else name
     if backend is None:
         backend = select_backend()
@@ -86,13 +82,16 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
             raise UsageError(f"backend {backend!r} is not available in this version of Lepton "
                              "(use 'cupti', or backend=None to choose automatically)")
         _load_backend_module(backend)
-    if hook is not None and hook != "triton" and isinstance(hook, str):
+    if isinstance(hook, str) and hook != "triton":
         raise UsageError(f"Unsupported hook: {hook} (the only hook name is 'triton')")
-    sid = RUNTIME.start(name, context or "shadow", data or "tree", backend, _mode_string(mode), hook)
+    sid = REGISTRY.start(name, context or "shadow", data or "tree", backend, _mode_string(mode), hook)
     try:
-        _install_hook(hook, sid)
+        hook_object = _hook_object(hook)
+        if hook_object is not None:
+            HookManager.register(hook_object, sid)
     except BaseException:
-        RUNTIME.discard(sid)  # no half-started session stays behind
+        REGISTRY.discard(sid)  # no half-started session stays behind
+        HookManager.unregister(sid)
         raise
     nvtx.install()
     return sid
@@ -100,38 +99,30 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
 
 def activate(session: int | None = None) -> None:
     """Re-activates one session (or all): kernels and scopes are recorded again."""
-    RUNTIME.activate(session)
+    REGISTRY.activate(session)
+    HookManager.activate(session)
 
 
 def deactivate(session: int | None = None, flushing: bool = False) -> None:
     """Pauses one session (or all); its data stays in memory. `flushing=True` first waits for the
     kernels launched so far and marks the finished phases complete."""
-    RUNTIME.deactivate(session, flushing)
+    HookManager.deactivate(session)
+    REGISTRY.deactivate(session, flushing)
 
 
 def finalize(session: int | None = None, output_format: str | None = "") -> list[str]:
     """Waits for running kernels, writes the profile(s) and ends the session (or all sessions);
     returns the files written. Under the `lepton` CLI, the CLI's own session keeps running until the
     script ends, whether `finalize()` names it or not."""
-    if session is not None and session == RUNTIME.cli_session:
+    pinned = REGISTRY.pinned_session()
+    if session is not None and session == pinned:
         return []
-    _unregister_hooks(session)
-    written = RUNTIME.finalize(session, output_format or "")
-    if not RUNTIME.sessions:
+    for sid in [s.id for s in REGISTRY.sessions_for(session) if s.id != pinned]:
+        HookManager.unregister(sid)
+    written = REGISTRY.finalize(session, output_format or "")
+    if not REGISTRY.sessions:
         nvtx.uninstall()
     return written
-
-
-def _unregister_hooks(session: int | None) -> None:
-    targets = list(RUNTIME.sessions.values()) if session is None else \
-        [RUNTIME.sessions[session]] if session in RUNTIME.sessions else []
-    for s in targets:
-        if s.hook is None or s.id == RUNTIME.cli_session:
-            continue
-        if s.hook == "triton":
-            importlib.import_module("lepton.hooks.launch").unregister(s.id)
-        elif hasattr(s.hook, "unregister"):
-            s.hook.unregister(s.id)
 
 
 def profile(func=None, *, name: str | None = None, context: str | None = "shadow",

@@ -1,20 +1,21 @@
 """`lepton.context.depth`, as `triton.profiler.context`."""
 from __future__ import annotations
 
-from .collect.contexts import python_path
-from .runtime import RUNTIME
+from .collect.python_stacks import python_path
+from .hot_path import HOT_PATH
+from .registry import REGISTRY
 
 
 def depth(session: int | None = 0) -> int | None:
     """The calling thread's scope depth (shadow context) or Python stack depth (python context);
     None when nothing is profiling."""
-    if not RUNTIME.live:
+    if not HOT_PATH.live:
         return None
-    s = RUNTIME.sessions.get(session) if session is not None else None
+    s = REGISTRY.sessions.get(session) if session is not None else None
     if s is None and session == 0:  # the default: the oldest live session
-        s = next(iter(RUNTIME.sessions.values()), None)
+        s = next(iter(REGISTRY.sessions.values()), None)
     if s is not None and s.context == "python":
-        return len(RUNTIME.paths.names_of(python_path(RUNTIME.paths)))
+        return len(HOT_PATH.paths.names_of(python_path(HOT_PATH.paths)))
     if session not in (None, 0):  # 0 is the default: the scope depth, whichever session is live
-        RUNTIME.session(session)
-    return RUNTIME.depth()
+        REGISTRY.session(session)
+    return HOT_PATH.depth()

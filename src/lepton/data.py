@@ -3,17 +3,17 @@ from __future__ import annotations
 
 from .errors import UsageError
 from .model.tree import TreeData
-from .runtime import RUNTIME
+from .registry import REGISTRY
 from .writers import hatchet, hatchet_msgpack
 
 
 def _tree_profile(session: int, phase: int):
-    s = RUNTIME.session(session)
+    s = REGISTRY.session(session)
     if s.data_kind != "tree":
         raise UsageError("Only TreeData is supported for getData() for now")
     if not isinstance(s.phases.get(phase), TreeData):
         raise UsageError(f"Phase {phase} has no data.")
-    return RUNTIME.profile_of(s, phase)
+    return REGISTRY.profile_of(s, phase)
 
 
 def get(session: int | None = 0, phase: int = 0):
@@ -34,18 +34,18 @@ def advance_phase(session: int | None = 0) -> int | None:
     """Starts a new phase; kernels launched from now on go into it. Returns its number."""
     if session is None:
         return None
-    phase = RUNTIME.session(session).advance_phase()
-    RUNTIME.refresh()  # the hot path caches the current phase's scope set
+    phase = REGISTRY.session(session).advance_phase()
+    REGISTRY.refresh()  # the hot path caches the current phase's scope set
     return phase
 
 
 def is_phase_complete(session: int | None = 0, phase: int = 0) -> bool:
     """True once every kernel of `phase` has been delivered (after a flush that ended it)."""
-    s = RUNTIME.session(session)
+    s = REGISTRY.session(session)
     return s.complete_up_to >= phase
 
 
 def clear(session: int | None = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
     """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
-    RUNTIME.session(session).clear(phase, clear_up_to_phase)
-    RUNTIME.refresh()
+    REGISTRY.session(session).clear(phase, clear_up_to_phase)
+    REGISTRY.refresh()

@@ -14,9 +14,8 @@ import time
 import numpy as np
 
 from .errors import UsageError
-from .model.aggregate import sum_by_group
 from .model.metrics import coerce_metric_value, parse_metric_name
-from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch
+from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch, PhaseData
 from .model.trace import ScopeEvent, TraceData
 from .model.tree import TreeData
 
@@ -27,6 +26,16 @@ FORMATS = {"tree": ("hatchet", "hatchet_msgpack"), "trace": ("chrome_trace",)}
 
 def _times(value, n: int):
     return [v * n for v in value] if isinstance(value, list) else value * n
+
+
+def _launch_metrics(batch: KernelBatch, selected: np.ndarray, pid_of_row: np.ndarray) -> list[tuple[int, dict]]:
+    """`(path, metrics)` of the selected kernels whose launch carried metrics (by correlation id)."""
+    out = []
+    for row in np.flatnonzero(selected).tolist():
+        metrics = batch.launch_metrics.get(int(batch.correlation_id[row]))
+        if metrics:
+            out.append((int(pid_of_row[row]), metrics))
+    return out
 
 
 class _LaunchCount:
@@ -62,7 +71,7 @@ class Session:
         self.active = False
         self.phase = 0
         self.complete_up_to = -1
-        self.phases: dict[int, TreeData | TraceData] = {0: self._new_data()}
+        self.phases: dict[int, PhaseData] = {0: self._new_data()}
         self.dropped_records = 0
         # Launch metrics counted lock-free on the launch path: (op path, metric items) ->
         # `_LaunchCount` (`next()` on itertools.count is atomic under the GIL).
@@ -72,11 +81,11 @@ class Session:
         self._phase_log: list[int] = []
         self._lock = threading.Lock()
 
-    def _new_data(self):
+    def _new_data(self) -> PhaseData:
         return TreeData() if self.data_kind == "tree" else TraceData()
 
     @property
-    def current(self):
+    def current(self) -> PhaseData:
         return self.phases[self.phase]
 
     # -- time line ----------------------------------------------------------------------------------
@@ -116,9 +125,7 @@ class Session:
     # -- CPU-side data ------------------------------------------------------------------------------
     def add_metrics(self, pid: int, metrics: dict) -> None:
         with self._lock:
-            data = self.current
-            if isinstance(data, TreeData):
-                data.add_metrics(pid, metrics)
+            self.current.add_metrics(pid, metrics)
 
     def launch_counter(self, key: tuple) -> itertools.count:
         """One hooked launch with metrics `key = (op, ((name, value), ...))`; returns the counter
@@ -129,9 +136,7 @@ class Session:
             next(count.counter)
             return count.counter
         with self._lock:
-            data = self.current
-            if isinstance(data, TreeData):
-                data.add_metrics(key[0], dict(key[1]))
+            self.current.add_metrics(key[0], dict(key[1]))
             return self.launch_counts.setdefault(key, _LaunchCount()).counter
 
     def _fold_pending(self) -> None:
@@ -140,7 +145,7 @@ class Session:
         data = self.current
         for (op, items), count in self.launch_counts.items():
             repeats = count.take()
-            if repeats and isinstance(data, TreeData):
+            if repeats:
                 data.add_metrics(op, {name: _times(coerce_metric_value(parse_metric_name(name).name, v), repeats)
                                       for name, v in items})
 
@@ -150,18 +155,14 @@ class Session:
             self._fold_pending()
 
     def set_properties_once(self, pid: int, properties: dict) -> None:
-        if pid in getattr(self.current, "properties_set", ()):  # the common case, without the lock
+        if pid in self.current.properties_set:  # the common case, without the lock
             return
         with self._lock:
-            data = self.current
-            if isinstance(data, TreeData):
-                data.set_properties_once(pid, properties)
+            self.current.set_properties_once(pid, properties)
 
     def add_scope_event(self, event: ScopeEvent) -> None:
         with self._lock:
-            data = self.current
-            if isinstance(data, TraceData):
-                data.scopes.append(event)
+            self.current.add_scope_event(event)
 
     # -- kernels (called from the backend's thread) ---------------------------------------------------
     def _launch_state(self, launch_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,35 +183,15 @@ class Session:
             active, phase = self._launch_state(batch.launch_ns)
             if not active.any():
                 return
-            durations = batch.end_ns - batch.start_ns
             phases = [self._phase_log[0]] if len(set(self._phase_log)) == 1 else np.unique(phase[active]).tolist()
             for ph in phases:
                 data = self.phases.get(ph)
                 if data is None:  # cleared by the user
                     continue
                 sel = active & (phase == ph)
-                if isinstance(data, TreeData):
-                    t, c, d = sum_by_group(inverse[sel], len(kernel_pids), durations[sel],
-                                           batch.device_id[sel])
-                    data.add_kernels(kernel_pids.tolist(), t.tolist(), c.tolist(), d.tolist(),
-                                     batch.device_type)
-                else:
-                    data.device_type = batch.device_type
-                    data.add_kernels(pid=kernel_pids[inverse[sel]], start_ns=batch.start_ns[sel],
-                                     end_ns=batch.end_ns[sel], launch_ns=batch.launch_ns[sel],
-                                     device_id=batch.device_id[sel].astype(np.int64),
-                                     stream_id=batch.stream_id[sel].astype(np.int64))
+                data.add_kernel_batch(batch, kernel_pids, inverse, sel)
                 if batch.launch_metrics and batch.correlation_id is not None:
-                    self._add_launch_metrics(data, batch, sel, kernel_pids[inverse])
-
-    @staticmethod
-    def _add_launch_metrics(data, batch: KernelBatch, sel: np.ndarray, pid_of_row: np.ndarray) -> None:
-        if not isinstance(data, TreeData):
-            return
-        for row in np.flatnonzero(sel).tolist():
-            metrics = batch.launch_metrics.get(int(batch.correlation_id[row]))
-            if metrics:
-                data.add_metrics(int(pid_of_row[row]), metrics)
+                    data.add_launch_metrics(_launch_metrics(batch, sel, kernel_pids[inverse]))
 
     def check_format(self, fmt: str) -> str:
         fmt = (fmt or FORMATS[self.data_kind][0]).lower()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from .runtime import RUNTIME
+from .hot_path import HOT_PATH
 
 COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
 COMPUTE_METADATA_SCOPE_PREFIX = COMPUTE_METADATA_SCOPE_NAME + ":"
@@ -21,11 +21,11 @@ def _names(name: str) -> tuple[str, ...]:
 
 
 def enter_state(name: str) -> None:
-    RUNTIME.set_state(_names(name))
+    HOT_PATH.set_state(_names(name))
 
 
 def exit_state() -> None:
-    RUNTIME.set_state(None)
+    HOT_PATH.set_state(None)
 
 
 class state:
@@ -35,12 +35,12 @@ class state:
         self.name = name
 
     def __enter__(self):
-        if RUNTIME.live:
+        if HOT_PATH.live:
             enter_state(self.name)
         return self
 
     def __exit__(self, *exc) -> None:
-        if RUNTIME.live:
+        if HOT_PATH.live:
             exit_state()
 
     def __call__(self, func):

@@ -23,7 +23,7 @@ PRELUDE = """
 import json, os, sys, threading, time
 import torch, triton, triton.language as tl
 import lepton as proton
-from lepton.runtime import RUNTIME
+from lepton.registry import REGISTRY
 
 @triton.jit
 def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
@@ -52,7 +52,7 @@ with proton.scope("b"):
     with proton.scope("c"):
         for _ in range(5):
             add(x, y, z)
-api_records = RUNTIME.backends["cupti"].api_records
+api_records = REGISTRY.backends["cupti"].api_records
 proton.finalize()
 p = torch.cuda.get_device_properties(0)
 result(api_records=api_records, arch=f"{p.major}{p.minor}", num_sms=p.multi_processor_count)
@@ -127,7 +127,7 @@ other.join()
 def test_kernels_land_under_their_scopes_when_profiling_starts_before_cuda_init(tmp_path, threads):
     out = run(tmp_path, """
         proton.start("prof")  # backend=None picks cupti on an NVIDIA GPU
-        assert "cupti" in RUNTIME.backends and not torch.cuda.is_initialized()
+        assert "cupti" in REGISTRY.backends and not torch.cuda.is_initialized()
         """, SECOND_THREAD if threads == 2 else "", "x, y, z = tensors()\n", SCOPED_WORK)
     assert out["api_records"] == ("per-cbid" if threads == 2 else "")  # one thread: kernel records alone
     check_scoped_work(tmp_path, out)
@@ -159,7 +159,7 @@ def test_backward_kernels_of_autograd_threads_land_under_the_scope_that_called_b
                 loss = (x @ w).relu().sum()
             with proton.scope("backward"):
                 loss.backward()
-        api_records = RUNTIME.backends["cupti"].api_records
+        api_records = REGISTRY.backends["cupti"].api_records
         proton.finalize()
         result(api_records=api_records)
         """)
@@ -388,7 +388,7 @@ def test_a_live_torch_profiler_gives_a_clear_error_not_an_empty_profile(tmp_path
             except proton.BackendError as e:
                 error = str(e)
             torch.cuda.synchronize()
-        result(error=error, sessions=len(RUNTIME.sessions),
+        result(error=error, sessions=len(REGISTRY.sessions),
                torch_kernels=len([e for e in prof.events() if e.device_type.name == "CUDA"]))
         """)
     assert out["error"] and "CUPTI is already in use" in out["error"]

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import lepton as proton
-from lepton.runtime import RUNTIME
+from lepton.registry import REGISTRY
 
 
 def load(path):
@@ -46,7 +46,7 @@ def test_start_on_the_same_path_reactivates_that_session():
     sid = proton.start("same", backend="fake")
     proton.deactivate(sid)
     assert proton.start("same", backend="fake") == sid
-    assert RUNTIME.sessions[sid].active
+    assert REGISTRY.sessions[sid].active
     proton.finalize()
 
 
@@ -256,7 +256,7 @@ def test_unknown_session_ids_are_errors():
 def test_unknown_names_are_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         proton.start("bad", **({"backend": "fake"} | kwargs))
-    assert not RUNTIME.sessions
+    assert not REGISTRY.sessions
 
 
 def test_unbalanced_scopes_are_errors():

@@ -293,13 +293,13 @@ def test_calls_inside_the_script_join_the_cli_session_instead_of_starting_or_end
     write(tmp_path / "api.py", """\
 import lepton
 from lepton.collect.fake import FakeBackend
-from lepton.runtime import RUNTIME
+from lepton.registry import REGISTRY
 fake = FakeBackend.instances[-1]
-cli_sid = RUNTIME.cli_session
+cli_sid = REGISTRY.pinned_session()
 assert lepton.start("mine", backend="fake", data="trace") == cli_sid  # joins: no second session
 fake.launch("k_joined")
 lepton.finalize()  # writes nothing: the CLI's session runs until the script ends
-assert list(RUNTIME.sessions) == [cli_sid]
+assert list(REGISTRY.sessions) == [cli_sid]
 fake.launch("k_after_finalize")
 lepton.deactivate()
 fake.launch("k_paused")

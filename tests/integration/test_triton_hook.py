@@ -110,9 +110,9 @@ def test_another_tools_hook_is_not_silently_replaced(knobs):
     knobs.launch_enter_hook = lambda md: None
     with pytest.raises(RuntimeError, match="already set by another tool"):
         proton.start("clash", backend="fake", hook="triton")
-    from lepton.runtime import RUNTIME
+    from lepton.registry import REGISTRY
 
-    assert not RUNTIME.sessions  # the half-started session is gone
+    assert not REGISTRY.sessions  # the half-started session is gone
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from lepton.collect.cupti import layout, synthetic
 from lepton.collect.cupti.bindings import CuptiBusyError
 from lepton.collect.timeline import ThreadTimelines
 from lepton.model.records import DeviceInfo
-from lepton.runtime import RUNTIME
+from lepton.hot_path import HOT_PATH
+from lepton.registry import REGISTRY
 
 NAMES = {0x7F00_0000_1000: b"add_kernel\0", 0x7F00_0000_2000: b"_ZN2at6native18elementwise_kernel\0"}
 H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=2_619_000,
@@ -445,8 +446,8 @@ def test_another_cupti_client_is_a_clear_error_and_leaves_no_session(fake_cupti,
     fake_cupti["busy"] = True
     with pytest.raises(proton.BackendError, match="CUPTI is already in use"):
         proton.start("refused", backend="cupti")
-    from lepton.runtime import RUNTIME
-    assert not RUNTIME.sessions
+    from lepton.registry import REGISTRY
+    assert not REGISTRY.sessions
     assert fake_cupti["cupti"].detached == 0  # the other client's CUPTI: not ours to detach
 
 
@@ -572,7 +573,7 @@ def test_launch_callbacks_at_one_address_read_each_calls_data(fake_cupti):
 
 def test_python_context_launches_inside_scopes_land_under_their_whole_stack(fake_cupti):
     """A walk made inside a scope stops at the frame that entered it and takes the frames outside
-    it from the scope (`collect.contexts`): the kernel's path is still the whole stack."""
+    it from the scope (`collect.python_stacks`): the kernel's path is still the whole stack."""
     proton.start("pyscoped", context="python", backend="cupti")
     cupti = fake_cupti["cupti"]
 
@@ -687,7 +688,7 @@ def test_time_line_marks_are_dropped_once_their_launches_are_attributed(fake_cup
         with proton.scope(f"s{i % 3}"):
             cupti.launch(0x7F00_0000_1000)
         cupti.flush_all(forced=False)  # a buffer completes after every step
-    kept = len(RUNTIME.timeline.log())
+    kept = len(HOT_PATH.timeline.log())
     proton.finalize()
     assert kept <= 3  # the mark in force at the last launch and those after it
     root, _ = hatchet("trim.hatchet")

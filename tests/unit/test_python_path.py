@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
-from lepton.collect import contexts
-from lepton.collect.contexts import enter_python_scope, exit_python_scope, python_path
+from lepton.collect import python_stacks
+from lepton.collect.python_stacks import enter_python_scope, exit_python_scope, python_path
 from lepton.model.paths import PathTable
 
 HERE = os.path.abspath(__file__)
@@ -63,7 +63,7 @@ def launch_site(paths):
 
 
 def last_key():
-    return list(contexts._stack_ids)[-1]
+    return list(python_stacks._stack_ids)[-1]
 
 
 def run_in_scope(paths, anchored: bool):
@@ -86,7 +86,7 @@ def test_a_walk_inside_a_scope_stops_at_the_scopes_frame_and_gives_the_whole_pat
     assert plain_key[2] == -1 and inside_key[2] >= 0  # the anchor's scope path
     assert len(inside_key) < len(plain_key)  # two frames walked (launch_site, run_in_scope), not all
     assert len(inside_key) == 3 + 2 * 2
-    assert not contexts._local.anchors
+    assert not python_stacks._local.anchors
 
 
 def enter_and_return(paths):
@@ -98,7 +98,7 @@ def test_an_anchor_whose_frame_is_not_on_the_stack_is_walked_past():
     paths = PathTable()
     anchor, anchors = enter_and_return(paths)
     try:
-        pid = site_a(paths, contexts.folded_dirs())
+        pid = site_a(paths, python_stacks.folded_dirs())
         assert last_key()[2] == -1  # walked to the outermost frame
     finally:
         exit_python_scope(anchor, anchors)
@@ -135,6 +135,6 @@ def test_anchors_closed_out_of_order_leave_the_others_in_place():
     _, outer, anchors = enter_python_scope(paths, frame)
     _, inner, _ = enter_python_scope(paths, frame)
     exit_python_scope(outer, anchors)
-    assert contexts._local.anchors == [inner]
+    assert python_stacks._local.anchors == [inner]
     exit_python_scope(inner, anchors)
-    assert contexts._local.anchors == []
+    assert python_stacks._local.anchors == []

@@ -8,6 +8,17 @@ import threading
 import numpy as np
 
 from lepton.collect.timeline import ThreadTimelines, paths_at
+from lepton.hot_path import append_mark, append_one_shot
+
+
+def mark(tl: ThreadTimelines, path: int) -> None:
+    """The calling thread is in `path` from now on (on `tl`'s clock)."""
+    append_mark(tl.log().marks, tl.clock(), path)
+
+
+def one_shot(tl: ThreadTimelines, launch_path: int, path: int) -> None:
+    """The calling thread's next launch is in `launch_path`, the ones after it in `path`."""
+    append_one_shot(tl.log().marks, tl.clock(), launch_path, path)
 
 
 def ticking_clock(start=1000, step=10):
@@ -17,10 +28,10 @@ def ticking_clock(start=1000, step=10):
 
 def test_a_thread_is_in_the_path_of_its_last_mark():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.mark(5)  # t=1000
-    tl.mark(6)  # t=1010
-    tl.mark(5)  # t=1020: back in 5
-    tl.mark(0)  # t=1030: outside every scope
+    mark(tl, 5)  # t=1000
+    mark(tl, 6)  # t=1010
+    mark(tl, 5)  # t=1020: back in 5
+    mark(tl, 0)  # t=1030: outside every scope
     me = threading.get_native_id()
     times = np.array([999, 1000, 1005, 1010, 1019, 1020, 1029, 1030, 5000])
     got = tl.paths_at(np.full(len(times), me), times)
@@ -34,7 +45,7 @@ def test_each_thread_has_its_own_time_line():
 
     def work(path):
         ready.wait()
-        tl.mark(path)
+        mark(tl, path)
         ids[path] = threading.get_native_id()
 
     threads = [threading.Thread(target=work, args=(p,)) for p in (7, 8)]
@@ -52,8 +63,8 @@ def test_a_thread_that_never_marked_follows_the_first_thread_but_takes_none_of_i
     """torch's autograd threads launch `backward()`'s kernels while the thread that called it waits
     in its scope; a one-shot pair is the marking thread's own next launch."""
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 5)
-    tl.mark(1)
-    tl.mark_next_launch(99, 1)
+    mark(tl, 1)
+    one_shot(tl, 99, 1)
     mark_times = tl.marks_by_thread()[5][0]
     t = int(mark_times[-1]) + 1
     got = tl.paths_at(np.array([77, 5, 77]), np.array([t, t + 1, t + 2]))
@@ -65,10 +76,10 @@ def test_the_census_calls_back_once_when_a_second_thread_marks_before_its_first_
     tl = ThreadTimelines(clock=ticking_clock())
     seen = []
     tl.census.on_second_thread = lambda: seen.append(len(tl.marks_by_thread()))
-    tl.mark(1)
-    tl.mark(2)
+    mark(tl, 1)
+    mark(tl, 2)
     for path in (3, 4):
-        t = threading.Thread(target=tl.mark, args=(path,))
+        t = threading.Thread(target=mark, args=(tl, path))
         t.start()
         t.join()
     assert seen == [1]  # once, before the second thread's log held a mark
@@ -81,11 +92,11 @@ def test_threads_sharing_an_id_one_after_the_other_are_merged_by_time():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 42)
 
     def first():
-        tl.mark(1)  # 1000
-        tl.mark(0)  # 1010
+        mark(tl, 1)  # 1000
+        mark(tl, 0)  # 1010
 
     def second():
-        tl.mark(2)  # 1020
+        mark(tl, 2)  # 1020
 
     for fn in (first, second):
         t = threading.Thread(target=fn)
@@ -97,7 +108,7 @@ def test_threads_sharing_an_id_one_after_the_other_are_merged_by_time():
 
 def test_a_mark_copied_half_written_is_left_out():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.mark(3)
+    mark(tl, 3)
     log = tl._logs[0]
     log.marks.append(2000)  # the time of a mark whose path is not appended yet
     times, paths = tl.marks_by_thread()[log.thread_id]
@@ -108,9 +119,9 @@ def test_marks_out_of_time_order_are_sorted():
     """The wall clock can be set back; the marks are then sorted before the lookup."""
     clock = iter([1000, 500, 2000])
     tl = ThreadTimelines(clock=lambda: next(clock), thread_id=lambda: 1)
-    tl.mark(1)
-    tl.mark(2)
-    tl.mark(3)
+    mark(tl, 1)
+    mark(tl, 2)
+    mark(tl, 3)
     times, paths = tl.marks_by_thread()[1]
     assert times.tolist() == [500, 1000, 2000] and paths.tolist() == [2, 1, 3]
 
@@ -118,7 +129,7 @@ def test_marks_out_of_time_order_are_sorted():
 def test_forgetting_keeps_the_mark_in_force_and_everything_after():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 9)
     for p in (1, 2, 3, 4):
-        tl.mark(p)  # 1000, 1010, 1020, 1030
+        mark(tl, p)  # 1000, 1010, 1020, 1030
     tl.forget_before(1025)
     times, paths = tl.marks_by_thread()[9]
     assert times.tolist() == [1020, 1030] and paths.tolist() == [3, 4]
@@ -137,8 +148,8 @@ def test_lookups_after_more_marks_see_old_and_new_marks_alike():
     seen = []
     for round_ in range(3):
         for p in range(1, 1500):
-            tl.mark(round_ * 10_000 + p)
-            tl.mark(0)
+            mark(tl, round_ * 10_000 + p)
+            mark(tl, 0)
         times, _ = tl.marks_by_thread()[5]
         seen.append(len(times))
         # the mark of path p of this round is at an even index
@@ -150,20 +161,20 @@ def test_lookups_after_more_marks_see_old_and_new_marks_alike():
 def test_forgetting_then_marking_again_keeps_lookups_right():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 9)
     for p in (1, 2, 3):
-        tl.mark(p)  # 1000, 1010, 1020
+        mark(tl, p)  # 1000, 1010, 1020
     tl.marks_by_thread()
     tl.forget_before(1015)
-    tl.mark(4)  # 1030
+    mark(tl, 4)  # 1030
     times, paths = tl.marks_by_thread()[9]
     assert times.tolist() == [1010, 1020, 1030] and paths.tolist() == [2, 3, 4]
 
 
 def test_reset_forgets_every_thread():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 3)
-    tl.mark(1)
+    mark(tl, 1)
     tl.reset()
     assert tl.marks_by_thread() == {}
-    tl.mark(2)  # 1010, in a new log
+    mark(tl, 2)  # 1010, in a new log
     assert tl.paths_at(np.array([3, 3]), np.array([1005, 1010])).tolist() == [0, 2]
 
 
@@ -174,7 +185,7 @@ def test_the_log_of_an_ended_thread_goes_only_after_a_time_it_had_ended_by():
     ids = {}
 
     def work():
-        tl.mark(7)  # 1000
+        mark(tl, 7)  # 1000
         ids["worker"] = threading.get_native_id()
 
     t = threading.Thread(target=work)
@@ -191,7 +202,7 @@ def test_the_log_of_an_ended_thread_goes_only_after_a_time_it_had_ended_by():
 def test_lookups_on_arrays_handed_out_before_a_trim_stay_right():
     tl = ThreadTimelines(clock=ticking_clock(), thread_id=lambda: 4)
     for p in range(1, 6):
-        tl.mark(p)  # 1000 .. 1040
+        mark(tl, p)  # 1000 .. 1040
     times, paths = tl.marks_by_thread()[4]
     before = (times.copy(), paths.copy())
     tl.forget_before(1025)
@@ -200,9 +211,9 @@ def test_lookups_on_arrays_handed_out_before_a_trim_stay_right():
 
 def test_a_one_shot_pair_gives_its_path_to_the_next_launch_only():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.mark(5)  # t=1000: in scope 5
-    tl.mark_next_launch(9, 5)  # t=1010: the next launch is op 9, then back in 5
-    tl.mark(0)  # t=1020
+    mark(tl, 5)  # t=1000: in scope 5
+    one_shot(tl, 9, 5)  # t=1010: the next launch is op 9, then back in 5
+    mark(tl, 0)  # t=1020
     me = threading.get_native_id()
     times = np.array([1005, 1012, 1015, 1019, 1025])
     assert tl.paths_at(np.full(len(times), me), times).tolist() == [5, 9, 5, 5, 0]
@@ -210,21 +221,21 @@ def test_a_one_shot_pair_gives_its_path_to_the_next_launch_only():
 
 def test_a_one_shot_pair_is_taken_once_across_lookups_and_by_the_earliest_launch():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.mark_next_launch(9, 5)  # t=1000
-    tl.mark_next_launch(8, 5)  # t=1010
+    one_shot(tl, 9, 5)  # t=1000
+    one_shot(tl, 8, 5)  # t=1010
     me = threading.get_native_id()
     # Launches of one lookup need not be in time order; the earliest after a pair takes it.
     assert tl.paths_at(np.full(2, me), np.array([1004, 1001])).tolist() == [5, 9]
     # The next lookup (the next buffer) goes on in time: the first pair was taken already.
     assert tl.paths_at(np.full(3, me), np.array([1006, 1011, 1013])).tolist() == [5, 8, 5]
     assert tl.paths_at(np.full(1, me), np.array([1015])).tolist() == [5]
-    tl.mark_next_launch(7, 6)  # t=1020
+    one_shot(tl, 7, 6)  # t=1020
     assert tl.paths_at(np.full(2, me), np.array([1021, 1022])).tolist() == [7, 6]
 
 
 def test_a_pair_taken_on_another_thread_is_not_taken_here():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.mark_next_launch(9, 5)  # t=1000, this thread
+    one_shot(tl, 9, 5)  # t=1000, this thread
     me = threading.get_native_id()
     # The other thread never marked: it follows this one's path, but not into its pair.
     assert tl.paths_at(np.array([me + 1, me]), np.array([1001, 1002])).tolist() == [5, 9]
@@ -232,8 +243,8 @@ def test_a_pair_taken_on_another_thread_is_not_taken_here():
 
 def test_forgetting_keeps_a_one_shot_pair_whole():
     tl = ThreadTimelines(clock=ticking_clock())
-    tl.mark(5)  # t=1000
-    tl.mark_next_launch(9, 5)  # t=1010: its launch may come after the horizon
+    mark(tl, 5)  # t=1000
+    one_shot(tl, 9, 5)  # t=1010: its launch may come after the horizon
     tl.forget_before(1015)
     me = threading.get_native_id()
     assert tl.paths_at(np.full(2, me), np.array([1016, 1017])).tolist() == [9, 5]

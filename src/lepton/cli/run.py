@@ -27,7 +27,7 @@ from typing import Literal
 from .. import __version__, api, writers
 from ..collect.backend import backend_names
 from ..errors import LeptonError, UsageError
-from ..runtime import RUNTIME
+from ..registry import REGISTRY
 from ..session import CONTEXTS, DATA_KINDS
 
 EXIT_OK = 0
@@ -237,7 +237,7 @@ def console_main() -> None:
 def run(opts: Options) -> int:
     """Starts the session, runs the target, writes the profile(s); returns the exit code: the
     target's, or the viewer's when the target succeeded and `--print` failed."""
-    first_new_id = RUNTIME.next_id
+    first_new_id = REGISTRY.next_id
     try:
         sid = api.start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,
                         mode=opts.mode, hook=opts.hook)
@@ -250,11 +250,11 @@ def run(opts: Options) -> int:
     if sid is None:
         _say("profiling is disabled (LEPTON_DISABLE or TRITON_PROTON_DISABLE); no profile is written")
     with RunSignals() as signals:
-        RUNTIME.cli_session = sid
+        REGISTRY.pin(sid)
         try:
             code = run_target(opts.target, on_end=signals.defer)
         finally:
-            RUNTIME.cli_session = None
+            REGISTRY.pin(None)
         files, write_failed = _finalize(sid, first_new_id)
     received = signals.received
     if code == EXIT_OK and write_failed:
@@ -395,9 +395,9 @@ def _print_exception(exc: BaseException) -> None:
 def _finalize(sid: int | None, first_new_id: int) -> tuple[list[str], bool]:
     """Finalizes the CLI's session and any the target started and left open (as Proton's CLI
     finalizes all); says on stderr where each profile went. Returns (files written, any failure)."""
-    if sid is not None and sid not in RUNTIME.sessions:
+    if sid is not None and sid not in REGISTRY.sessions:
         _say("the script finalized the profiling session itself; its profile was written then")
-    ids = sorted(i for i in RUNTIME.sessions if i == sid or i >= first_new_id)
+    ids = sorted(i for i in REGISTRY.sessions if i == sid or i >= first_new_id)
     files: list[str] = []
     failed = False
     for i in ids:

@@ -1,22 +1,16 @@
 """Which call path each thread was in, and since when: how launched kernels find their scope.
 
-The runtime marks every change of a thread's path (scope entered or left, state set, launch op
-begun or ended) by appending two numbers to that thread's log: the time and the path the thread is
-in from then on. A launch's record carries the launching thread's id and its start time on the
-same clock (the backend picks the clock, see `cupti.clock`), so the launch's path is the last mark
-of its thread at or before that time: one `searchsorted` per thread for a whole buffer.
+Every change of a thread's path (scope entered or left, state set, launch op begun or ended) is
+marked on that thread's log: the time and the path the thread is in from then on (`hot_path` writes
+every mark and describes their encoding; this module stores and reads them). A launch's record
+carries the launching thread's id and its start time on the same clock (the backend picks the clock,
+see `cupti.clock`), so the launch's path is the last mark of its thread at or before that time: one
+`searchsorted` per thread for a whole buffer.
 
-A launch hook knows the path of one launch only (a Triton launch's op node): it appends a one-shot
-pair, `[t, ~op, t, path]`, "the thread's next launch from `t` on is in `op`, the launches after it
-in `path`", so that Triton need not call back into Python after the launch to mark the thread back
-(`mark_next_launch`). Each thread's launches come in time order, so the first launch after a pair
-is told apart by its time; which pair a thread's last first launch took is kept between lookups
+A one-shot pair, `[t, ~op, t, path]`, says "the thread's next launch from `t` on is in `op`, the
+launches after it in `path`". Each thread's launches come in time order, so the first launch after a
+pair is told apart by its time; which pair a thread's last first launch took is kept between lookups
 (`ThreadTimelines.paths_at`), for a launch whose record came in an earlier buffer.
-
-This replaces pushing CUPTI external correlation ids (cupti-notes §3). Measured on the H200, per
-step of 3 launches in one scope, median of 12-20 alternations in one process: the ext-id push/pop
-plus the EXTERNAL_CORRELATION records cost 2.3-2.7 µs more than no attribution at all, these marks
-0.3-0.4 µs. A mark is two `list.append`s, which the scope fast path makes inline.
 
 Thread ids are system thread ids (gettid, `threading.get_native_id()`; the CUPTI backend has CUPTI
 write those, see `layout.THREAD_ID_TYPE_SYSTEM`). The kernel may give a new thread the id of one
@@ -25,10 +19,11 @@ lifetime.
 
 A thread that never marked (torch's autograd threads, which run `backward()`'s kernels while the
 thread that called it waits) follows the first thread that marked: its launches land in that
-thread's path at their time (Proton gives such a thread a copy of the main thread's stack at its
-first launch). The `ThreadCensus` knows which threads marked: while only one did, a backend
-may attribute launches by time alone (CUPTI's launch API records, which name the thread, cost
-more than the kernel records).
+thread's path at their time. The `ThreadCensus` knows which threads marked: while only one did, a
+backend may attribute launches by time alone.
+
+Why time lines rather than CUPTI's external correlation ids: docs/design.md, "Attribution by thread
+time lines".
 """
 from __future__ import annotations
 
@@ -79,9 +74,8 @@ class ThreadLog:
     """One thread's marks: `marks`, `[t0, path0, t1, path1, ...]`, appended by the thread itself
     and taken from the front into the numpy mirrors `times`/`paths` by the lookups.
 
-    `marks` is a list: `list.append` costs ≈35 ns where `array.append` costs ≈130 ns (it converts
-    the int; measured), and the scope path appends twice per mark. The list only holds the marks
-    appended since the last lookup, so the log still costs 16 bytes per kept mark."""
+    `marks` is a list because the hot path appends to it twice per mark, and `list.append` is the
+    cheapest append Python has; it only holds the marks appended since the last lookup."""
 
     __slots__ = ("ended_by", "in_order", "marks", "mirrored", "paths", "thread", "thread_id", "times")
 
@@ -165,18 +159,6 @@ class ThreadTimelines:
             with self._lock:
                 self._logs.append(log)
             return log
-
-    def mark(self, path_id: int) -> None:
-        """The calling thread is in `path_id` from now on (the runtime inlines this)."""
-        marks = self.log().marks
-        marks.append(self.clock())
-        marks.append(path_id)
-
-    def mark_next_launch(self, launch_path: int, path_id: int) -> None:
-        """The calling thread's next launch is in `launch_path`, the ones after it in `path_id`:
-        a one-shot pair (see the module's doc; the launch hooks inline this)."""
-        now = self.clock()
-        self.log().marks.extend((now, ~launch_path, now, path_id))
 
     def marks_by_thread(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """`thread id -> (times, paths)`, each thread's marks in time order. Called from CUPTI's

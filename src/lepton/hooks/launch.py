@@ -4,9 +4,9 @@ Triton calls `launch_enter_hook(metadata)` before and `launch_exit_hook(metadata
 kernel launch when a hook is installed; `metadata` is a `LazyDict` whose `get()` evaluates the
 kernel's `launch_metadata(grid, metadata, args)` function. The returned `name` renames the launch's
 kernel node and numeric values (`flops*`, `bytes`, anything else numeric) become metrics of exactly
-that launch's node: `Runtime._enter_op` makes an op node under the current scope and marks it as the
-path of the thread's next launch on its time line (a one-shot pair, `collect.timeline`), so the
-kernel record lands on it whichever thread launches. Lepton's hooks need no exit hook: where one is
+that launch's node: `HotPath.op_after_metadata_state` makes an op node under the current scope and
+marks it as the path of the thread's next launch on its time line (a one-shot pair, `hot_path`), so
+the kernel record lands on it whichever thread launches. Lepton's hooks need no exit hook: where one is
 Triton's only hook, Triton's exit slot is emptied, and Triton calls nothing after the launch; no one
 else reads the metadata then, and the hook calls `launch_metadata` itself (`LaunchHook.enter_as`).
 
@@ -18,15 +18,16 @@ from __future__ import annotations
 import functools
 import re
 import sys
-import threading
 from collections.abc import Callable
 from numbers import Number
 
 from ..collect.timeline import ThreadTimelines
+from ..hot_path import HOT_PATH
 from ..model.metrics import to_python_value
-from ..runtime import RUNTIME
+from ..registry import REGISTRY
 from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
+from .hook import Hook
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
 _PARSED_MAX = 4096  # launch metadata results remembered (distinct shapes)
@@ -36,7 +37,7 @@ def _metadata_key(raw_name, values: dict) -> tuple | None:
     """What parsed launch metadata is remembered by: the kernel and the metadata values with their
     types (True == 1 == 1.0 as dict keys, not as metrics); None when a value cannot be hashed (a
     list). A hooked launch is remembered by its scope path followed by this
-    (`Runtime.hooked_launches`)."""
+    (`HotPath.hooked_launches`)."""
     key = (raw_name, tuple(values.items()), tuple(map(type, values.values())))
     try:
         hash(key)
@@ -77,7 +78,7 @@ def _count_each(counters: tuple) -> None:
 
 class _KernelInScope:
     """What the hook's fast path knows of one kernel launched under one scope path since the last
-    registry change (`Runtime.hooked_kernels`): the state its metadata is evaluated in, that
+    registry change (`HotPath.hooked_kernels`): the state its metadata is evaluated in, that
     state's path there, and its last launch there with plain metadata values: `last = (value
     types, values, op, count)` (`count`: None or what counts a repeat in each session), replaced
     whole (threads may launch it at once)."""
@@ -91,8 +92,9 @@ class _KernelInScope:
         self.last: tuple = (None, None, -1, None)
 
 
-class LaunchHook:
-    """Process-wide singleton; installed while at least one session uses it."""
+class LaunchHook(Hook):
+    """Process-wide singleton; installed in Triton's launch hooks while an active session uses it
+    (`HookManager`)."""
 
     priority = 100
     _instance: LaunchHook | None = None
@@ -102,7 +104,6 @@ class LaunchHook:
             cls._instance = super().__new__(cls)
             cls._instance._metadata_states = {}  # raw kernel name -> its metadata state
             cls._instance._parsed = {}  # (raw name, metadata items, types) -> (name, metrics, plain)
-            cls._instance.sessions = set()
             cls._instance.configure()
         return cls._instance
 
@@ -120,6 +121,14 @@ class LaunchHook:
             return False
         return self._exclude is None or self._exclude.match(name) is None
 
+    def activate(self) -> None:
+        _install(self)
+        kernel_props.install()
+
+    def deactivate(self) -> None:
+        _uninstall(self)
+        kernel_props.uninstall()
+
     def enter(self, metadata) -> None:
         """Triton's enter hook in a chain with other tools' hooks, which may read the metadata too."""
         self.enter_as(False, metadata)
@@ -135,31 +144,22 @@ class LaunchHook:
         A kernel launched again under the same scope with the metadata values of its last launch
         there takes the fast path: two marks, the metadata, one comparison and a counter per
         session (`_KernelInScope`)."""
-        rt = RUNTIME
-        if not rt.active:
+        hp = HOT_PATH
+        if not hp.active:
             return
-        try:
-            t = rt.shadow.local.thread
-        except AttributeError:
-            t = rt.init_thread()
+        t = hp.thread()
         if t.in_metadata:  # a launch made by launch_metadata itself: not hooked
             return
         raw_name = metadata.data.get("name")
         if self._filtering and not self._wanted(raw_name):
             return
-        fast = rt.fast and t.state is None and not self._filtering
+        fast = hp.fast and t.state is None and not self._filtering
         top = t.stack[-1]
-        kernel = rt.hooked_kernels.get((top, raw_name)) if fast else None
+        kernel = hp.hooked_kernels.get((top, raw_name)) if fast else None
         if kernel is None:
-            self._enter_slowly(rt, t, metadata, raw_name, fast, alone)
+            self._enter_slowly(hp, t, metadata, raw_name, fast, alone)
             return
-        clock = rt.mark_clock
-        t.state = kernel.state
-        if clock is not None:
-            marks = t.marks
-            marks.append(clock())
-            marks.append(kernel.state_path)
-        t.in_metadata = True
+        previous = hp.enter_metadata_state(t, kernel.state, kernel.state_path)
         try:
             if alone and len(metadata.extras) == 1:  # `_returned` for Triton's one entry, inlined
                 function, args = metadata.extras[0]
@@ -167,17 +167,14 @@ class LaunchHook:
             else:
                 returned = _returned(metadata, alone)
         except BaseException:
-            t.state = None
-            rt.remark(t)
+            hp.exit_metadata_state(t, previous)
             raise
-        finally:
-            t.in_metadata = False
-        t.state = None
+        hp.metadata_evaluated(t)
         last = kernel.last
         try:
             types = [*map(type, returned.values())]
         except AttributeError:  # not a dict: Triton's own merge raises there
-            self._finish_slowly(rt, t, metadata.data, returned, None, None, kernel)
+            self._finish_slowly(hp, t, metadata.data, returned, previous, None, kernel)
             return
         # The types first: the last values are plain, so `==` then compares plain values only
         # (a tensor's `==` would launch a kernel), and True == 1 == 1.0 are told apart.
@@ -186,43 +183,39 @@ class LaunchHook:
         else:
             try:  # (top,) + `_metadata_key(raw_name, returned)`, inlined
                 key = (top, raw_name, tuple(returned.items()), tuple(types))
-                launch = rt.hooked_launches.get(key)
+                launch = hp.hooked_launches.get(key)
             except TypeError:
                 key = launch = None
             if launch is None:
-                self._finish_slowly(rt, t, metadata.data, returned, None, key and key[1:], kernel)
+                self._finish_slowly(hp, t, metadata.data, returned, previous, key and key[1:], kernel)
                 return
             op, count = launch
             kernel.last = (types, dict(returned), op, count)
-        if clock is not None:  # Runtime.mark_next_launch, inlined
-            now = clock()
-            marks.extend((now, ~op, now, top))
+        hp.launch_next_in(t, previous, op, top)
         if count is not None:
             count()
 
-    def _enter_slowly(self, rt, t, metadata, raw_name, fast: bool, alone: bool) -> None:
+    def _enter_slowly(self, hp, t, metadata, raw_name, fast: bool, alone: bool) -> None:
         """A launch of a kernel not launched under this scope since the last registry change,
         or under a state or filters."""
         state = self._metadata_states.get(raw_name)
         if state is None:
             state = self._metadata_states[raw_name] = (COMPUTE_METADATA_SCOPE_NAME, str(raw_name))
-        previous = rt.enter_transient_state(state)
+        previous = hp.enter_metadata_state(t, state)
         kernel = None
         if fast:
             top = t.stack[-1]
-            kernel = _KernelInScope(top, state, rt.shadow.effective(t, top))
-            rt.hooked_kernels[(top, raw_name)] = kernel
-        t.in_metadata = True
+            kernel = _KernelInScope(top, state, hp.threads.effective(t, top))
+            hp.hooked_kernels[(top, raw_name)] = kernel
         try:
             returned = _returned(metadata, alone)
         except BaseException:
-            rt.exit_transient_state(previous)
+            hp.exit_metadata_state(t, previous)
             raise
-        finally:
-            t.in_metadata = False
-        self._finish_slowly(rt, t, metadata.data, returned, previous, _metadata_key(raw_name, returned), kernel)
+        hp.metadata_evaluated(t)
+        self._finish_slowly(hp, t, metadata.data, returned, previous, _metadata_key(raw_name, returned), kernel)
 
-    def _finish_slowly(self, rt, t, data: dict, returned, previous, key: tuple | None,
+    def _finish_slowly(self, hp, t, data: dict, returned, previous, key: tuple | None,
                        kernel: _KernelInScope | None) -> None:
         """From the metadata (Triton's `data`, updated with what launch_metadata `returned`;
         the latter remembered by `key`, see `_metadata_key`) to the launch's op; remembers the
@@ -233,16 +226,16 @@ class LaunchHook:
             values = data | returned  # what `metadata.get()` gives (a TypeError where Triton's does)
             name, metrics, plain = self._name_and_metrics(raw_name, values, key)
             if self._filtering and name != raw_name and not self._wanted(name):
-                rt.exit_transient_state(previous)
+                hp.exit_metadata_state(t, previous)
                 return
             props = kernel_props.properties_of_launch(data.get("function"))
         except BaseException:
-            rt.exit_transient_state(previous)
+            hp.exit_metadata_state(t, previous)
             raise
-        op, counters = rt.op_after_transient_state(previous, name, metrics, props)
-        if plain and key is not None and kernel is not None and len(rt.hooked_launches) < _PARSED_MAX:
+        op, counters = hp.op_after_metadata_state(t, previous, name, metrics, props)
+        if plain and key is not None and kernel is not None and len(hp.hooked_launches) < _PARSED_MAX:
             count = _counting(counters)
-            rt.hooked_launches[(kernel.scope, *key)] = (op, count)
+            hp.hooked_launches[(kernel.scope, *key)] = (op, count)
             kernel.last = (list(key[2]), dict(returned), op, count)  # key[2]: the value types
 
     def _name_and_metrics(self, raw_name, values: dict, key: tuple | None) -> tuple[str, tuple, bool]:
@@ -274,26 +267,18 @@ class LaunchHook:
 
 class TritonStackHook:
     """With a python-context session on a backend that `reads_triton_stacks`: marks the Python
-    stack of each Triton launch on a time line of its own (a one-shot pair: path + 1 for the
-    launch, 0 after it), so that the backend need not call back into Python from Triton's launch
-    API (two calls through ctypes per launch). Installed whether or not `hook="triton"` is."""
+    stack of each Triton launch on a time line of its own (`HotPath.mark_triton_launch_stack`),
+    so that the backend need not call back into Python from Triton's launch API (two calls
+    through ctypes per launch). Installed whether or not `hook="triton"` is."""
 
     def __init__(self, timeline: ThreadTimelines, caller_path: Callable[[], int]) -> None:
         self.timeline = timeline
         self.caller_path = caller_path
         self.knobs = None  # the `triton.knobs.runtime` it is installed in
-        self._local = threading.local()  # .marks: the calling thread's marks on `timeline`
 
     def enter(self, metadata) -> None:
-        clock = RUNTIME.mark_clock
-        if clock is not None:  # ThreadTimelines.mark_next_launch, inlined
-            path = self.caller_path()  # frames of Lepton and Triton are folded
-            try:
-                marks = self._local.marks
-            except AttributeError:
-                marks = self._local.marks = self.timeline.log().marks
-            now = clock()
-            marks.extend((now, ~(path + 1), now, 0))
+        if HOT_PATH.mark_clock is not None:
+            HOT_PATH.mark_triton_launch_stack(self.caller_path())  # Lepton's and Triton's frames are folded
 
 
 _stack_hook: TritonStackHook | None = None
@@ -431,18 +416,4 @@ def _uninstall(hook, runtime=None) -> None:
         runtime.launch_enter_hook = None
 
 
-def register(session: int) -> None:
-    """Installs the hook for `session` (once per process, however many sessions use it)."""
-    hook = LaunchHook()
-    if not hook.sessions:
-        _install(hook)
-        kernel_props.install()
-    hook.sessions.add(session)
-
-
-def unregister(session: int) -> None:
-    hook = LaunchHook()
-    hook.sessions.discard(session)
-    if not hook.sessions:
-        _uninstall(hook)
-        kernel_props.uninstall()
+REGISTRY.stack_marker = mark_triton_stacks

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 
-from ..runtime import RUNTIME
+from ..hot_path import HOT_PATH
 
 _tls = threading.local()
 _patched: list[tuple[object, str, object]] = []
@@ -35,17 +35,17 @@ def _open() -> list:
 
 
 def _push(name) -> None:
-    if RUNTIME.live and name is not None:
-        _open().append(RUNTIME.enter(str(name)))
+    if HOT_PATH.live and name is not None:
+        _open().append(HOT_PATH.enter(str(name)))
 
 
 def _pop() -> None:
     opened = _open()
-    if opened and RUNTIME.live:
+    if opened and HOT_PATH.live:
         pid = opened.pop()
-        t = RUNTIME.shadow.thread()
+        t = HOT_PATH.threads.thread()
         if t.stack[-1] == pid:
-            RUNTIME.exit(pid)
+            HOT_PATH.exit(pid)
 
 
 def _wrap(owner, attr: str, before=None, after=None) -> None:

@@ -91,3 +91,23 @@ class KernelSink(Protocol):
     def current_path(self) -> int:
         """The calling thread's current call-path id (for callbacks that run on that thread)."""
         ...
+
+
+class PhaseData(Protocol):
+    """What a session records one phase into: `tree.TreeData` (aggregated per call path) or
+    `trace.TraceData` (every event). Each ignores what its kind does not keep."""
+
+    properties_set: set[int] | frozenset  # ops whose kernel properties are recorded
+
+    def add_metrics(self, pid: int, metrics: dict) -> None: ...
+
+    def set_properties_once(self, pid: int, properties: dict) -> None: ...
+
+    def add_scope_event(self, event) -> None: ...
+
+    def add_kernel_batch(self, batch: KernelBatch, kernel_pids, inverse, selected) -> None:
+        """The kernels of `batch` where `selected`, on paths `kernel_pids[inverse]`."""
+
+    def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None: ...
+
+    def device_ids(self) -> set[int]: ...

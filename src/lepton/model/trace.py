@@ -18,17 +18,42 @@ class ScopeEvent:
 
 @dataclass
 class TraceData:
-    """Not thread-safe: the owning session locks."""
+    """One phase of one session's trace: every event (`records.PhaseData`). User metrics and
+    kernel properties belong to a tree's nodes and are not kept. Not thread-safe: the owning
+    session locks."""
 
     scopes: list[ScopeEvent] = field(default_factory=list)
     # Kernel columns, appended per batch and concatenated on demand.
     _chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
-    kernel_metrics: dict[int, dict[str, object]] = field(default_factory=dict)  # row -> metrics
     device_type: str = "CUDA"
+    properties_set: frozenset = frozenset()  # a trace records no kernel properties
 
     def add_kernels(self, **columns: np.ndarray) -> None:
         if len(columns["pid"]):
             self._chunks.append(columns)
+
+    def add_kernel_batch(self, batch, kernel_pids: np.ndarray, inverse: np.ndarray,
+                         selected: np.ndarray) -> None:
+        self.device_type = batch.device_type
+        self.add_kernels(pid=kernel_pids[inverse[selected]], start_ns=batch.start_ns[selected],
+                         end_ns=batch.end_ns[selected], launch_ns=batch.launch_ns[selected],
+                         device_id=batch.device_id[selected].astype(np.int64),
+                         stream_id=batch.stream_id[selected].astype(np.int64))
+
+    def add_scope_event(self, event: ScopeEvent) -> None:
+        self.scopes.append(event)
+
+    def add_metrics(self, pid: int, metrics: dict) -> None:
+        pass
+
+    def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None:
+        pass
+
+    def set_properties_once(self, pid: int, properties: dict) -> None:
+        pass
+
+    def device_ids(self) -> set[int]:
+        return set(self.kernels()["device_id"].tolist())
 
     def kernels(self) -> dict[str, np.ndarray]:
         """All kernels as columns pid, name_pid, start_ns, end_ns, launch_ns, device_id, stream_id."""

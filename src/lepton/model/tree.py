@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from .aggregate import sum_by_group
 from .metrics import MetricKind, MetricSpec, coerce_metric_value, merge_metric, parse_metric_name
 from .paths import ROOT, PathTable
+from .records import KernelBatch
 
 
 @dataclass
@@ -21,7 +25,8 @@ class KernelStats:
 
 
 class TreeData:
-    """One phase of one session's profile. Not thread-safe: the owning session locks."""
+    """One phase of one session's profile, aggregated per call path (`records.PhaseData`). Not
+    thread-safe: the owning session locks."""
 
     def __init__(self) -> None:
         self.scopes: set[int] = set()  # paths of scopes entered while the session was active
@@ -61,6 +66,22 @@ class TreeData:
                 ks.count += int(c)
                 ks.device_id = int(d)
                 ks.device_type = device_type
+
+    def add_kernel_batch(self, batch: KernelBatch, kernel_pids: np.ndarray, inverse: np.ndarray,
+                         selected: np.ndarray) -> None:
+        durations = batch.end_ns[selected] - batch.start_ns[selected]
+        t, c, d = sum_by_group(inverse[selected], len(kernel_pids), durations, batch.device_id[selected])
+        self.add_kernels(kernel_pids.tolist(), t.tolist(), c.tolist(), d.tolist(), batch.device_type)
+
+    def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None:
+        for pid, metrics in metrics_by_row:
+            self.add_metrics(pid, metrics)
+
+    def add_scope_event(self, event) -> None:
+        """Scope instances are a trace's: a tree keeps the scope's path only (`scopes`)."""
+
+    def device_ids(self) -> set[int]:
+        return {k.device_id for k in self.kernels.values()}
 
 
 

@@ -1,12 +1,9 @@
-"""Context sources: where a scope or kernel sits in the call tree.
-
-`ShadowStacks` keeps one stack of call-path ids per thread (Proton's shadow context). Proton's rule
-for threads started while profiling: a thread's first use copies the stack of the thread that
-started profiling (so PyTorch's autograd threads land under the scope that ran `backward()`), then
-the thread keeps its own stack.
+"""The python context: where the caller's Python stack sits in the call tree.
 
 `python_path` names the Python frames of the caller as Proton's python context does:
-`<co_filename>:<lineno>@<co_name>`, outermost first.
+`<co_filename>:<lineno>@<co_name>`, outermost first. (The shadow context, a stack of scopes per
+thread, is `hot_path.ThreadStates`.) Why the walk is made as it is: docs/design.md, "The python
+context".
 """
 from __future__ import annotations
 
@@ -16,95 +13,8 @@ import sys
 import threading
 
 from ..model.paths import ROOT, PathTable
-from .timeline import ThreadTimelines
 
 _LEPTON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class ThreadState:
-    """Per-thread scope state. `stack[0]` is always ROOT.
-
-    A plain object reached through one thread-local attribute (`ShadowStacks.local.thread`): an
-    attribute of a `threading.local` costs ≈100 ns to read or write (a per-thread dict lookup
-    each time, measured), one of this object ≈15 ns, and the hot paths touch several."""
-
-    __slots__ = ("in_metadata", "lane", "marks", "stack", "state")
-
-    def __init__(self, stack: list[int], marks: list[int], lane: int) -> None:
-        self.stack = stack
-        self.marks = marks  # this thread's time line (`ThreadLog.marks`): [time, path, time, path, ...]
-        self.state: tuple[str, ...] | None = None
-        self.lane = lane
-        self.in_metadata = False  # evaluating a launch's metadata (a launch inside it is not hooked)
-
-
-_ENDED_KEPT = 8  # resets whose open scopes may still exit (`ShadowStacks.close_ended`)
-
-
-class ShadowStacks:
-    def __init__(self, paths: PathTable, timeline: ThreadTimelines) -> None:
-        self.paths = paths
-        self.timeline = timeline
-        self.local = threading.local()  # .thread: the calling thread's ThreadState
-        self._main_stack: list[int] | None = None
-        self._lanes = 0
-        self._lock = threading.Lock()
-        self._with_state: dict[tuple[int, tuple[str, ...]], int] = {}
-        # The threads' states of the last resets, newest last: a scope entered before the last
-        # session ended may exit in the next one (`close_ended`).
-        self._ended: list[threading.local] = []
-
-    def set_main_thread(self) -> None:
-        """The calling thread becomes the one new threads inherit their stack from."""
-        self._main_stack = self.thread().stack
-
-    def reset(self) -> None:
-        """Forgets every thread's stack (all sessions ended)."""
-        self._ended = [*self._ended[-(_ENDED_KEPT - 1):], self.local]
-        self.local = threading.local()
-        self.timeline.reset()
-        self._main_stack = None
-        self._lanes = 0
-
-    def close_ended(self, pid: int) -> bool:
-        """Closes scope `pid` if it is the innermost scope the calling thread had open when the
-        sessions it was entered in ended (`finalize(); start()` inside a `with scope`): its exit
-        is then no error, and no event of the sessions running now. Returns whether it was."""
-        for local in reversed(self._ended):
-            t = getattr(local, "thread", None)
-            if t is not None and len(t.stack) > 1 and t.stack[-1] == pid:
-                t.stack.pop()
-                return True
-        return False
-
-    def thread(self) -> ThreadState:
-        """The calling thread's state, created on its first use."""
-        local = self.local
-        try:
-            return local.thread
-        except AttributeError:
-            pass
-        main = self._main_stack
-        with self._lock:
-            lane = self._lanes
-            self._lanes += 1
-        t = local.thread = ThreadState([ROOT] if main is None else list(main), self.timeline.log().marks, lane)
-        return t
-
-    def effective(self, t: ThreadState, pid: int) -> int:
-        """The path kernels and metrics land on inside scope `pid`: the state, if set, is appended
-        (remembered per (scope, state): the launch hook sets a state on every launch)."""
-        state = t.state
-        if state is None:
-            return pid
-        eff = self._with_state.get((pid, state))
-        if eff is None:
-            eff = self._with_state[(pid, state)] = self.paths.extend(pid, state)
-        return eff
-
-    def current(self) -> int:
-        t = self.thread()
-        return self.effective(t, t.stack[-1])
 
 
 # Stacks are keyed by id(code), never by the code object: hashing a code object hashes its

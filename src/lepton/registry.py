@@ -1,0 +1,288 @@
+"""The session registry: which sessions exist, their ids and backends, and the `lepton` CLI's
+pinned session.
+
+Every change (start, activate, deactivate, finalize, ...) holds `_lock` and ends by handing the
+hot path new views of the sessions (`HotPath.set_sessions`). Backends deliver their kernels here
+(`_BackendSink`), from their own thread.
+"""
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import sys
+import threading
+from collections.abc import Callable
+
+from . import writers
+from .collect.backend import Backend, backend_factory, backend_names
+from .collect.timeline import ThreadTimelines
+from .errors import SessionNotFound, UsageError
+from .hot_path import HOT_PATH, HotPath
+from .model.aggregate import kernel_paths
+from .model.profile import Profile
+from .model.records import KernelBatch
+from .session import CONTEXTS, DATA_KINDS, Session
+
+
+class _BackendSink:
+    """What one backend sees of the process (`KernelSink`): called from the backend's thread."""
+
+    def __init__(self, registry: SessionRegistry, backend: Backend) -> None:
+        self.registry = registry
+        self.backend = backend
+        self.paths = registry.hot_path.paths
+        self.timeline = registry.hot_path.timeline  # its clock is set at start to the launch records'
+        self.current_path = registry.hot_path.current  # the calling thread's path (scopes and state)
+
+    def ingest(self, batch: KernelBatch) -> None:
+        self.registry.ingest(self.backend, batch)
+
+    def report_dropped(self, count: int, reason: str) -> None:
+        self.registry.report_dropped(self.backend, count, reason)
+
+
+def _no_stack_marker(timeline: ThreadTimelines | None, caller_path=None) -> bool:
+    return False
+
+
+class SessionRegistry:
+    def __init__(self, hot_path: HotPath) -> None:
+        self.hot_path = hot_path
+        self.sessions: dict[int, Session] = {}
+        self.backends: dict[str, Backend] = {}
+        self.next_id = 0
+        self._pinned: int | None = None
+        # Installs (a time line) or removes (None) the hook that marks the Python stacks of
+        # Triton's launches; returns whether it is installed. `hooks.launch` sets it: the hooks
+        # sit above the registry.
+        self.stack_marker: Callable[..., bool] = _no_stack_marker
+        self._lock = threading.RLock()
+        self._warned: set[str] = set()
+        self._exit_hook = False
+
+    # -- the CLI's session ------------------------------------------------------------------------
+    def pin(self, sid: int | None) -> None:
+        """Makes `sid` the `lepton` CLI's session (None: no longer): `start()` joins it, and
+        `finalize()` leaves it recording until the script ends."""
+        self._pinned = sid
+
+    def pinned_session(self) -> int | None:
+        """The CLI's session, while it exists."""
+        pinned = self._pinned
+        return pinned if pinned is not None and pinned in self.sessions else None
+
+    # -- changes ----------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Hands the hot path the sessions as they are now."""
+        live = tuple(self.sessions.values())
+        started = [b for b in self.backends.values() if b.started]
+        hp = self.hot_path
+        mark_clock = hp.timeline.clock if any(b.reads_marks for b in started) else None
+        hp.set_sessions(bool(live), tuple(s for s in live if s.active), mark_clock)
+        self._set_python_context(started)
+
+    def _set_python_context(self, started: list[Backend]) -> None:
+        """Tells each started backend whether a python-context session uses it; where one that
+        `reads_triton_stacks` does, Triton's launch hook marks the stacks of Triton's launches."""
+        hp = self.hot_path
+        python_backends = [b for b in started if any(s.backend is b for s in hp.python_sessions)]
+        stacks = None
+        if any(b.reads_triton_stacks for b in python_backends):
+            hp.python_timeline.clock = hp.timeline.clock
+            if self.stack_marker(hp.python_timeline, hp.caller_path):
+                stacks = hp.python_timeline
+        if stacks is None:
+            self.stack_marker(None)
+        for b in started:
+            on = b in python_backends
+            b.set_python_context(on, hp.caller_path, stacks if on and b.reads_triton_stacks else None)
+
+    def session(self, sid: int) -> Session:
+        s = self.sessions.get(sid)
+        if s is None:
+            raise SessionNotFound(f"Session has not been initialized: {sid}")
+        return s
+
+    def warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            print(message, file=sys.stderr)
+
+    def _backend(self, name: str, mode: str) -> Backend:
+        backend = self.backends.get(name)
+        if backend is not None:
+            if backend.mode != mode:
+                raise UsageError("Cannot add a session with the same profiler but a different mode than "
+                                 f"existing sessions (backend {name!r} runs mode {backend.mode!r}, "
+                                 f"asked for {mode!r}); finalize those sessions first")
+            return backend
+        factory = backend_factory(name)
+        if factory is None:
+            raise UsageError(f"Unknown profiler: {name} (available: {', '.join(backend_names())})")
+        backend = factory(mode)
+        self.backends[name] = backend
+        return backend
+
+    def start(self, path: str, context: str, data: str, backend_name: str, mode: str, hook=None) -> int:
+        context, data = context.lower(), data.lower()
+        if context not in CONTEXTS:
+            raise UsageError(f"Unknown context source: {context} (use one of: {', '.join(CONTEXTS)})")
+        if data not in DATA_KINDS:
+            raise UsageError(f"Unknown data: {data} (use one of: {', '.join(DATA_KINDS)})")
+        with self._lock:
+            for s in self.sessions.values():
+                if s.path == path:
+                    self.activate(s.id)
+                    return s.id
+            backend = self._backend(backend_name.lower(), mode)
+            if not self.sessions:
+                self.hot_path.threads.set_main_thread()
+            if not self._exit_hook:
+                atexit.register(self.finalize_at_exit)
+                self._exit_hook = True
+            sid = self.next_id
+            self.next_id += 1
+            session = Session(sid, path, context, data, backend, hook)
+            self.sessions[sid] = session
+            try:
+                backend.start(_BackendSink(self, backend))
+            except BaseException:
+                del self.sessions[sid]
+                if not any(s.backend is backend for s in self.sessions.values()):
+                    self.backends.pop(backend.name, None)
+                self.refresh()
+                raise
+            session.set_active(True)
+            self.refresh()
+            # Scopes entered before start(): their kernels land under them too.
+            self.hot_path.remark(self.hot_path.threads.thread())
+            return sid
+
+    def sessions_for(self, sid: int | None) -> list[Session]:
+        return list(self.sessions.values()) if sid is None else [self.session(sid)]
+
+    def activate(self, sid: int | None) -> None:
+        with self._lock:
+            for s in self.sessions_for(sid):
+                s.set_active(True)
+            self.refresh()
+
+    def deactivate(self, sid: int | None, flushing: bool) -> None:
+        with self._lock:
+            sessions = self.sessions_for(sid)
+            if flushing:
+                self._flush(sessions)
+            for s in sessions:
+                s.set_active(False)
+            self.refresh()
+
+    def _flush(self, sessions: list[Session]) -> None:
+        for b in {id(s.backend): s.backend for s in sessions}.values():
+            b.flush()
+        for s in sessions:
+            s.mark_flushed()
+
+    def finalize(self, sid: int | None, fmt: str) -> list[str]:
+        """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the
+        files written."""
+        with self._lock:
+            sessions = self.sessions_for(sid)
+            if sid is None:
+                sessions = [s for s in sessions if s.id != self.pinned_session()]
+            for s in sessions:
+                s.check_format(fmt)
+            self._flush(sessions)
+            written = []
+            try:
+                for s in sessions:
+                    written += self.write(s, fmt)
+            finally:
+                for s in sessions:
+                    s.set_active(False)
+                    del self.sessions[s.id]
+                self._after_removal()
+            return written
+
+    def finalize_at_exit(self) -> None:
+        """At interpreter exit, writes the sessions the program never finalized (it raised, or
+        forgot): profile data is not lost silently. One line on stderr says where each went."""
+        if not self.sessions or self.pinned_session() is not None:
+            return
+        try:
+            written = self.finalize(None, "")
+        except Exception as e:  # noqa: BLE001  (exit must go on; say why nothing was written)
+            print(f"lepton: error: could not write the profile at exit: {e}", file=sys.stderr)
+            return
+        for path in written:
+            if path != "-":
+                print(f"lepton: finalize() was not called; profile written at exit to {path}",
+                      file=sys.stderr)
+
+    def discard(self, sid: int) -> None:
+        """Ends a session without writing it (a start that failed half-way)."""
+        with self._lock:
+            session = self.sessions.pop(sid, None)
+            if session is not None:
+                session.set_active(False)
+                self._after_removal()
+
+    def _after_removal(self) -> None:
+        """Sessions were removed: stop unused backends, forget scope stacks once none is left."""
+        used = {id(s.backend) for s in self.sessions.values()}
+        for name, b in list(self.backends.items()):
+            if id(b) not in used:
+                b.stop()
+                del self.backends[name]
+        if not self.sessions:
+            self.hot_path.reset()
+        self.refresh()
+
+    # -- output -----------------------------------------------------------------------------------
+    def profile_of(self, session: Session, phase: int) -> Profile:
+        session.snapshot()
+        data = session.phases.get(phase)
+        if data is None:
+            raise UsageError(f"Phase {phase} has no data.")
+        devices = {}
+        backend = session.backend
+        for did in data.device_ids():
+            info = backend.device_info(did)
+            if info is not None:
+                devices.setdefault(backend.device_type, {})[did] = info
+        return Profile(self.hot_path.paths, data, devices, session.dropped_records)
+
+    def write(self, session: Session, fmt: str) -> list[str]:
+        fmt = session.check_format(fmt)
+        out = []
+        for phase in sorted(session.phases):
+            suffix = "" if session.phase == 0 else f".part_{phase}"
+            out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+        return out
+
+    # -- kernels ----------------------------------------------------------------------------------
+    def ingest(self, backend: Backend, batch: KernelBatch) -> None:
+        """Attributes a batch to every session of `backend`. Called from the backend's thread."""
+        sessions = [s for s in list(self.sessions.values()) if s.backend is backend]
+        if not sessions or not len(batch):
+            return
+        by_parents: dict[int, tuple] = {}  # python-context sessions may see other parents
+        for s in sessions:
+            view = batch
+            if s.context == "python" and batch.python_parent_path is not None:
+                view = dataclasses.replace(batch, parent_path=batch.python_parent_path)
+            paths_of = by_parents.get(id(view.parent_path))
+            if paths_of is None:
+                paths_of = by_parents[id(view.parent_path)] = (view, *kernel_paths(self.hot_path.paths, view))
+            s.ingest(*paths_of)
+
+    def report_dropped(self, backend: Backend, count: int, reason: str) -> None:
+        if count <= 0:
+            return
+        for s in list(self.sessions.values()):
+            if s.backend is backend:
+                s.dropped_records += count
+        print(f"lepton: warning: {count} {reason} activity records were dropped (buffers full); "
+              "the profile is missing them and says so in its metadata", file=sys.stderr)
+
+
+REGISTRY = SessionRegistry(HOT_PATH)
