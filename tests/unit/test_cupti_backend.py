@@ -446,7 +446,6 @@ def test_another_cupti_client_is_a_clear_error_and_leaves_no_session(fake_cupti,
     fake_cupti["busy"] = True
     with pytest.raises(proton.BackendError, match="CUPTI is already in use"):
         proton.start("refused", backend="cupti")
-    from lepton.registry import REGISTRY
     assert not REGISTRY.sessions
     assert fake_cupti["cupti"].detached == 0  # the other client's CUPTI: not ours to detach
 

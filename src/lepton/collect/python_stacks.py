@@ -18,7 +18,7 @@ _LEPTON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # Stacks are keyed by id(code), never by the code object: hashing a code object hashes its
-# bytecode and constants (≈2 µs per lookup, measured on the H200). `_codes` keeps every code object
+# bytecode and constants, far slower than the walk itself. `_codes` keeps every code object
 # seen alive, so that its id is never reused.
 _stack_ids: dict[tuple[int, ...], int] = {}  # (id(table), id(skip), anchor's path or -1, id(code), f_lasti, ...)
 _codes: dict[int, object] = {}  # ids in `_stack_ids` -> their objects (codes, path tables, skips)
@@ -72,10 +72,10 @@ def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, star
 
     This runs on every launch of a python-context session, so a stack seen before costs one walk
     and one dict lookup. The walk collects `(id(code), f_lasti)` of every frame, folded or not
-    (`f_lineno` would scan each code's line table, ≈0.25 µs a frame), up to the innermost open
-    scope's frame if it meets it (its anchor gives the rest); which frames are folded is decided
-    only for a stack not seen before. Checking each frame's file in the walk made it ≈30% slower
-    (2.1 against 1.5 µs at depth 10 on the CI machine)."""
+    (`f_lineno` would scan each code's line table), up to the innermost open scope's frame if it
+    meets it (its anchor gives the rest); which frames are folded is decided only for a stack not
+    seen before, since checking each frame's file in the walk makes every walk slower (numbers:
+    docs/design.md, "The python context")."""
     skip = (_folded_final or folded_dirs()) if skip_dirs is None else skip_dirs
     if start is None:
         start = sys._getframe(depth)
@@ -88,7 +88,7 @@ def python_path(paths: PathTable, skip_dirs: tuple[str, ...] | None = None, star
     signature = [id(paths), id(skip), -1]  # then the anchor's scope path, if the walk meets it
     append = signature.append
     f = start
-    if stop is None:  # the same walk without the test per frame (≈10% of the walk)
+    if stop is None:  # the same walk without the test per frame
         while f is not None:
             append(id(f.f_code))
             append(f.f_lasti)

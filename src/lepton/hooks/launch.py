@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from collections.abc import Callable
 from numbers import Number
 
-from ..collect.timeline import ThreadTimelines
 from ..hot_path import HOT_PATH
 from ..model.metrics import to_python_value
 from ..registry import REGISTRY
 from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
 from .hook import Hook
+from .triton_knobs import install, mark_triton_stacks, uninstall
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
 _PARSED_MAX = 4096  # launch metadata results remembered (distinct shapes)
@@ -122,11 +121,11 @@ class LaunchHook(Hook):
         return self._exclude is None or self._exclude.match(name) is None
 
     def activate(self) -> None:
-        _install(self)
+        install(self)
         kernel_props.install()
 
     def deactivate(self) -> None:
-        _uninstall(self)
+        uninstall(self)
         kernel_props.uninstall()
 
     def enter(self, metadata) -> None:
@@ -137,9 +136,8 @@ class LaunchHook(Hook):
         """Runs on every hooked launch; `alone`: Lepton is Triton's only launch hook (`_sole_hook`),
         so no one reads `metadata` after it, and the kernel's `launch_metadata` is called directly
         rather than through `metadata.get()`, which merges its result into a copy of Triton's
-        name/function/stream dict; the fast path then compares only what it returned. This saves
-        ≈250 of the hook's ≈1150 ns per launch on the CI CPU; in the launch loop on the H100 (one
-        process, 40 alternations) the two ways measured alike, within that bench's noise.
+        name/function/stream dict; the fast path then compares only what it returned (what this
+        saves: docs/design.md, "The Triton launch hook").
 
         A kernel launched again under the same scope with the metadata values of its last launch
         there takes the fast path: two marks, the metadata, one comparison and a counter per
@@ -263,157 +261,6 @@ class LaunchHook(Hook):
         if plain and key is not None and len(self._parsed) < _PARSED_MAX:
             self._parsed[key] = parsed
         return parsed
-
-
-class TritonStackHook:
-    """With a python-context session on a backend that `reads_triton_stacks`: marks the Python
-    stack of each Triton launch on a time line of its own (`HotPath.mark_triton_launch_stack`),
-    so that the backend need not call back into Python from Triton's launch API (two calls
-    through ctypes per launch). Installed whether or not `hook="triton"` is."""
-
-    def __init__(self, timeline: ThreadTimelines, caller_path: Callable[[], int]) -> None:
-        self.timeline = timeline
-        self.caller_path = caller_path
-        self.knobs = None  # the `triton.knobs.runtime` it is installed in
-
-    def enter(self, metadata) -> None:
-        if HOT_PATH.mark_clock is not None:
-            HOT_PATH.mark_triton_launch_stack(self.caller_path())  # Lepton's and Triton's frames are folded
-
-
-_stack_hook: TritonStackHook | None = None
-
-
-def mark_triton_stacks(timeline: ThreadTimelines | None, caller_path: Callable[[], int] | None = None) -> bool:
-    """Installs the `TritonStackHook` marking on `timeline` (None: removes it). Returns whether it
-    is installed: not where Triton is not imported, has no `knobs` (Triton < 3.3), or has one
-    hook slot instead of a chain of hooks; then the backend watches Triton's launch calls."""
-    global _stack_hook
-    if _stack_hook is not None:
-        if timeline is not None and _stack_hook.timeline is timeline and _stack_hook.knobs is _current_knobs():
-            return True
-        try:
-            _uninstall(_stack_hook, _stack_hook.knobs)
-        except (ImportError, AttributeError):
-            pass
-        _stack_hook = None
-    if timeline is None or "triton" not in sys.modules:
-        return False
-    hook = TritonStackHook(timeline, caller_path)
-    try:
-        hook.knobs = _knobs()
-        if not hasattr(hook.knobs.launch_enter_hook, "add"):
-            return False  # one hook slot (older Triton): left to hook="triton"
-        _install(hook)
-    except (ImportError, AttributeError, RuntimeError):
-        return False
-    _stack_hook = hook
-    return True
-
-
-def _current_knobs():
-    try:
-        return _knobs()
-    except ImportError:
-        return None
-
-
-def _knobs():
-    from triton import knobs  # Triton >= 3.3
-
-    return knobs.runtime
-
-
-def _install(hook) -> None:
-    """Puts `hook.enter` in Triton's launch enter hook (`hook.enter_as(True, metadata)` where it is
-    the only hook, see `_sole_hook`)."""
-    runtime = _knobs()
-    fn, current = hook.enter, runtime.launch_enter_hook
-    if getattr(current, "calls", None) == [] and hasattr(current, "add"):
-        runtime.launch_enter_hook = _sole_hook(runtime, current, fn, getattr(hook, "enter_as", None))
-    elif hasattr(current, "add"):  # a HookChain (newer Triton): other hooks keep running
-        current.add(fn)
-    elif current is None:
-        runtime.launch_enter_hook = fn
-    elif current is not fn:
-        raise RuntimeError(f"triton.knobs.runtime.launch_enter_hook is already set by another tool "
-                           f"({current!r}); lepton's hook='triton' cannot chain with it on this "
-                           "Triton version")
-
-
-def _sole_hook(runtime, chain, fn, enter_as=None):
-    """What stands in for Triton's empty chain of enter hooks (`HookChain`) while `fn` is the only
-    hook; Triton's exit slot is emptied meanwhile (None) if its chain is empty too. Then no one but
-    the hook reads a launch's metadata: with `enter_as`, the hook is called as `enter_as(True,
-    metadata)`, where Triton's `LazyDict` is as Lepton knows it (`_lazy_dict_known`).
-
-    Triton's C launcher calls the hook objects on every launch, and skips a slot that is None. A
-    `functools.partial` calls `fn` with no Python frame of its own, where `HookChain.__call__` is a
-    Python method that forwards `*args, **kwargs`. Measured on the H100 in the launch loop (one
-    process, 24 rounds): a no-op enter and exit hook through the chains cost 4.4 µs per step, while
-    a hook that evaluates the launch metadata, set in the slots directly, cost nothing measurable.
-    It answers the chain's `add`, `remove` and `calls`: another tool's `add` puts the chains back,
-    with `fn` and its hook in the enter chain (tools add their enter hook first)."""
-    exit_chain = runtime.launch_exit_hook
-    exit_emptied = getattr(exit_chain, "calls", None) == [] and hasattr(exit_chain, "add")
-    if exit_emptied and enter_as is not None and _lazy_dict_known():
-        sole = functools.partial(enter_as, True)
-    else:
-        sole = functools.partial(fn)
-    sole.calls = [fn]
-    sole.reversed = getattr(chain, "reversed", False)
-    sole.lepton_chain = chain  # the chain it stands in for, put back at uninstall
-    sole.lepton_exit_chain = None  # the exit chain emptied meanwhile, if it was
-    if exit_emptied:
-        sole.lepton_exit_chain = exit_chain
-        runtime.launch_exit_hook = None
-
-    def put_back():
-        runtime.launch_enter_hook = chain
-        if sole.lepton_exit_chain is not None and runtime.launch_exit_hook is None:
-            runtime.launch_exit_hook = sole.lepton_exit_chain
-
-    def add(func):
-        chain.add(fn)
-        chain.add(func)
-        put_back()
-
-    def remove(func):
-        if func == fn:
-            put_back()
-
-    sole.add, sole.remove = add, remove
-    return sole
-
-
-def _lazy_dict_known() -> bool:
-    """Whether Triton's `LazyDict` keeps each `launch_metadata` call in `extras` as `(function,
-    args)` and `get()` merges their results into `data` (Triton 3.3 to 3.6), so that the hook may
-    make the call itself. Checked at each install, on a LazyDict of its own."""
-    try:
-        from triton.compiler.compiler import LazyDict
-
-        probe = LazyDict({"name": "k"})
-        probe.add(lambda grid, metadata, args: {"n": args["n"]}, ((1,), None, {"n": 2}))
-        function, args = probe.extras[0]
-        return (len(probe.extras) == 1 and function(*args) == {"n": 2}
-                and probe.get() == {"name": "k", "n": 2} and probe.extras == [])
-    except Exception:  # another shape, or no Triton: `metadata.get()` it is
-        return False
-
-
-def _uninstall(hook, runtime=None) -> None:
-    """Removes `hook` from `runtime` (default: the current `triton.knobs.runtime`)."""
-    if runtime is None:
-        runtime = _knobs()
-    current = runtime.launch_enter_hook
-    if hasattr(current, "remove"):
-        try:
-            current.remove(hook.enter)
-        except ValueError:
-            pass
-    elif current == hook.enter:
-        runtime.launch_enter_hook = None
 
 
 REGISTRY.stack_marker = mark_triton_stacks
