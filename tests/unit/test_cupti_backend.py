@@ -17,8 +17,8 @@ from lepton.collect.cupti import backend as cupti_backend
 from lepton.collect.cupti import layout, synthetic
 from lepton.collect.cupti.bindings import CuptiBusyError
 from lepton.collect.timeline import ThreadTimelines
-from lepton.model.records import DeviceInfo
 from lepton.hot_path import HOT_PATH
+from lepton.model.records import DeviceInfo
 from lepton.registry import REGISTRY
 
 NAMES = {0x7F00_0000_1000: b"add_kernel\0", 0x7F00_0000_2000: b"_ZN2at6native18elementwise_kernel\0"}

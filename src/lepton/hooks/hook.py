@@ -9,6 +9,7 @@ often a session is started or activated.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import ClassVar
 
 
 class Hook:
@@ -17,7 +18,7 @@ class Hook:
 
     priority: int = 0
 
-    def init_handle(self, module, function, name: str, metadata_group, hash) -> None:  # noqa: A002
+    def init_handle(self, module, function, name: str, metadata_group, hash) -> None:
         """A compiled kernel was loaded."""
 
     def activate(self) -> None:
@@ -37,8 +38,8 @@ class HookManager:
     """Process-wide (class attributes, as Proton's): `active_hooks`, highest priority first, and
     `session_hooks[session][hook]`, whether the hook is active for that session."""
 
-    active_hooks: list[Hook] = []
-    session_hooks: dict[int, dict[Hook, bool]] = defaultdict(dict)
+    active_hooks: ClassVar[list[Hook]] = []
+    session_hooks: ClassVar[dict[int, dict[Hook, bool]]] = defaultdict(dict)
 
     @staticmethod
     def register(hook: Hook, session: int) -> None:
