@@ -145,7 +145,10 @@ class LaunchHook(Hook):
         hp = HOT_PATH
         if not hp.active:
             return
-        t = hp.thread()
+        try:
+            t = hp.threads.local.thread
+        except AttributeError:
+            t = hp.thread()
         if t.in_metadata:  # a launch made by launch_metadata itself: not hooked
             return
         raw_name = metadata.data.get("name")
