@@ -32,6 +32,7 @@ from typing import Any
 from .collect.python_stacks import enter_python_scope, exit_python_scope, python_path
 from .collect.timeline import ThreadTimelines
 from .errors import UsageError
+from .model.metrics import check_metrics
 from .model.paths import ROOT, PathTable
 from .model.trace import ScopeEvent
 
@@ -247,6 +248,9 @@ class HotPath:
         """Pushes scope `name` on the calling thread; returns its stack path id. `python=False`:
         the caller gives a python-context session the scope's node itself (`scope` does, from the
         entering frame)."""
+        if type(name) is not str:
+            raise TypeError(f"A scope name must be a string, not {type(name).__name__} ({name!r}): "
+                            "pass str(name)")
         t = self.thread()
         stack = t.stack
         parent = stack[-1]
@@ -282,10 +286,12 @@ class HotPath:
         return popped
 
     def add_metrics(self, pid: int, metrics: dict) -> None:
-        """Adds user metrics to the scope `pid` (stack path) in every active session."""
+        """Adds user metrics to the scope `pid` (stack path) in every active session; a metric that
+        cannot be recorded raises before any is."""
         active = self.active
         if not active:
             return
+        check_metrics(metrics)
         eff = self.threads.effective(self.threads.thread(), pid)
         py = python_path(self.paths) if self.python_sessions else None
         for s in active:
@@ -305,6 +311,8 @@ class HotPath:
         semantics, where an inner state overwrites the outer and exiting clears the slot."""
         if not self.live:
             return
+        if names is not None and not all(type(n) is str for n in names):
+            raise TypeError(f"A state name must be a string, not {names!r}")
         t = self.threads.thread()
         t.state = names
         self.remark(t)
@@ -437,7 +445,11 @@ class scope:
         if hp.python_sessions:
             self._enter_python(hp, sys._getframe(self._callers_depth))
         if self.metrics:
-            hp.add_metrics(pid, self.metrics)
+            try:
+                hp.add_metrics(pid, self.metrics)
+            except BaseException:  # the scope is not entered: nothing of it stays behind
+                self._undo_enter(hp, pid)
+                raise
         if hp.tracing:
             self._sid = next(hp.scope_ids)
             self._t0 = time.time_ns()
@@ -449,6 +461,13 @@ class scope:
         here, self._anchor, self._anchors = enter_python_scope(hp.paths, frame)
         for scopes in hp.python_scope_sets:
             scopes.add(here)
+
+    def _undo_enter(self, hp: HotPath, pid: int) -> None:
+        self._pid = -1
+        if self._anchor is not None:
+            exit_python_scope(self._anchor, self._anchors)
+            self._anchor = None
+        hp.exit(pid, self.name)
 
     def __exit__(self, *exc) -> None:
         pid = self._pid

@@ -72,11 +72,12 @@ def exit_scope(name: str | None = None, *, metrics: dict | None = None) -> int |
         raise UsageError(f"exit_scope({name!r}) without a matching enter_scope on this thread")
     sid, open_name, sc = stack[-1]
     if name is not None and name != open_name:
-        raise ValueError(f"Scope name mismatch: {name} != {open_name}")
-    stack.pop()
+        raise UsageError(f"Scope name mismatch: {name} != {open_name} (the innermost scope open on this "
+                         f"thread is {open_name!r}: exit it first; nothing was closed)")
     if metrics and sc._pid >= 0 and _hp.live:
-        _hp.add_metrics(sc._pid, metrics)
+        _hp.add_metrics(sc._pid, metrics)  # raises, with the scope still open, if they cannot be added
         if sc._t0:
             sc.metrics = {**(sc.metrics or {}), **metrics}
+    stack.pop()
     sc.__exit__(None, None, None)
     return sid

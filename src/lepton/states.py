@@ -21,6 +21,8 @@ def _names(name: str) -> tuple[str, ...]:
 
 
 def enter_state(name: str) -> None:
+    if type(name) is not str:
+        raise TypeError(f"A state name must be a string, not {type(name).__name__} ({name!r})")
     HOT_PATH.set_state(_names(name))
 
 

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar
 
+from ..errors import UsageError
 from ..model.records import DeviceInfo, KernelSink
 from .timeline import ThreadTimelines
 
@@ -34,6 +35,9 @@ class Backend:
     reads_triton_stacks: ClassVar[bool] = False
 
     def __init__(self, mode: str = "") -> None:
+        if mode.split(":", 1)[0] not in self.modes:
+            known = ", ".join(repr(m) for m in self.modes)
+            raise UsageError(f"Backend {self.name!r} has no mode {mode!r} (its modes: {known})")
         self.mode = mode
         self.sink: KernelSink | None = None
         self.started = False

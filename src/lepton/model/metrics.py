@@ -109,6 +109,17 @@ def coerce_metric_value(name: str, value):
                     "use int, float, a list of them, or a tensor")
 
 
+def check_metrics(metrics: dict) -> None:
+    """Raises at the call that passes them if any metric name or value cannot be recorded, before
+    anything is recorded (`TypeError`, one line naming the metric)."""
+    if not isinstance(metrics, dict):
+        raise TypeError(f"Metrics must be a dict of name -> value, not {type(metrics).__name__}")
+    for raw, value in metrics.items():
+        if not isinstance(raw, (str, MetricSpec)):
+            raise TypeError(f"A metric name must be a string, not {type(raw).__name__} ({raw!r})")
+        coerce_metric_value(parse_metric_name(raw).name, value)
+
+
 def type_name(value) -> str:
     if isinstance(value, list):
         elem = int if value and isinstance(value[0], int) else float
