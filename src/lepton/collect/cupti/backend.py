@@ -90,12 +90,6 @@ MARKS_KEPT_NS = 10_000_000_000
 # being profiled rather than in start().
 _RESIDENT_AT_START_BYTES = 8 << 20
 
-# CUPTI is detached (`cuptiFinalize`) once Lepton no longer uses it, as Proton's doStop does:
-# unsubscribed but attached, CUPTI's launch instrumentation stays in every later launch. Only when
-# Lepton held the subscription (never under a torch.profiler that keeps it). False for benchmarks
-# that measure what staying attached costs.
-DETACH_AT_STOP = True
-
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
 # are process-wide, so the capture map is too.
 GRAPH_NODES = GraphNodePaths()
@@ -414,8 +408,11 @@ class CuptiBackend(Backend):
                 cupti.enable_runtime_api(cbid, True)
 
     def _detaches(self) -> bool:
-        """Whether `_release` detaches CUPTI: only a subscription Lepton held (`DETACH_AT_STOP`)."""
-        return DETACH_AT_STOP and self._subscriber is not None
+        """Whether `_release` detaches CUPTI (`cuptiFinalize`, as Proton's doStop does): only where
+        Lepton held the subscription, never under a torch.profiler that keeps it. Unsubscribed but
+        attached, CUPTI's launch instrumentation stays in every later launch of the process
+        (docs/design.md, "Detaching CUPTI")."""
+        return self._subscriber is not None
 
     def _release(self) -> None:
         _Shared.backend = None
