@@ -5,10 +5,15 @@ scope_us        enter+exit of a scope with a session active (fake backend, so th
 aggregate_1m_s  1,000,000 kernel records over 1,000 call paths delivered in batches of 64k,
                 attributed, aggregated into the tree and written, in seconds
 parse_1m_s      (when the CUPTI parser is present) 1,000,000 kernels' worth of synthetic CUPTI
-                buffers parsed, attributed and aggregated, in seconds
+                buffers parsed, attributed and aggregated, in seconds (`bench/parse.py`)
+
+usage:  python bench/core.py [--pairs 100000] [--kernels 1000000]
+The session is started, scoped and written through `lepton`'s API with `backend="fake"`, the test
+twin of the CUPTI backend; the records go in through that backend, as a real one delivers them.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -22,13 +27,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import lepton
 from lepton.collect.fake import FakeBackend
 from lepton.model.records import KernelBatch
-from lepton.runtime import RUNTIME
 
 
 def scope_us(pairs: int = 100_000, rounds: int = 20) -> float:
     lepton.start(os.path.join(tempfile.mkdtemp(), "scope"), backend="fake")
     scope = lepton.scope
-    per_round = pairs // rounds
+    per_round = max(pairs // rounds, 1)
     samples = []
     for _ in range(rounds):
         t0 = time.perf_counter_ns()
@@ -40,12 +44,25 @@ def scope_us(pairs: int = 100_000, rounds: int = 20) -> float:
     return statistics.median(samples)
 
 
+def scope_paths(sink, names: list[list[str]]) -> list[int]:
+    """The path id of each nesting of scopes in `names`, entered through `lepton.scope`: what the
+    backend's sink reports as the thread's current path inside them."""
+    ids = []
+    for nesting in names:
+        for name in nesting:
+            lepton.enter_scope(name)
+        ids.append(sink.current_path())
+        for _ in nesting:
+            lepton.exit_scope()
+    return ids
+
+
 def aggregate_1m_s(kernels: int = 1_000_000, paths: int = 1_000, batch: int = 65_536) -> float:
     out = os.path.join(tempfile.mkdtemp(), "agg")
     lepton.start(out, backend="fake")
     fake = FakeBackend.instances[-1]
-    path_ids = np.array([RUNTIME.paths.extend(0, ["model", f"layer_{i // 10}", f"op_{i}"])
-                         for i in range(paths)], dtype=np.int64)
+    nestings = [["model", f"layer_{i // 10}", f"op_{i}"] for i in range(paths)]
+    path_ids = np.array(scope_paths(fake.sink, nestings), dtype=np.int64)
     names = [f"kernel_{i}" for i in range(8)]
     rng = np.random.default_rng(0)
     now = time.time_ns()
@@ -61,19 +78,24 @@ def aggregate_1m_s(kernels: int = 1_000_000, paths: int = 1_000, batch: int = 65
     for b in batches:
         fake.emit(b)
     lepton.finalize()
-    return time.perf_counter() - t0
+    return (time.perf_counter() - t0) * 1_000_000 / kernels
 
 
-def main() -> None:
-    print(f"scope_us={scope_us():.3f}", flush=True)
-    print(f"aggregate_1m_s={aggregate_1m_s():.3f}", flush=True)
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=100_000, help="scope enter+exit pairs timed")
+    ap.add_argument("--kernels", type=int, default=1_000_000, help="kernels aggregated and parsed")
+    a = ap.parse_args(argv)
+    print(f"scope_us={scope_us(a.pairs):.3f}", flush=True)
+    print(f"aggregate_1m_s={aggregate_1m_s(a.kernels):.3f}", flush=True)
     try:
         from lepton.collect.cupti import parser  # noqa: F401
     except ImportError:  # a build without the CUPTI backend
         return
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import parse  # bench/parse.py: an import error there is a bug, not a missing backend
-    print(f"parse_1m_s={parse.parse_1m_s():.3f}", flush=True)
+
+    print(f"parse_1m_s={parse.parse_1m_s(a.kernels):.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,10 @@ against its own process's bare steps. The bare steps before the first start are 
 that leaves CUPTI attached after `finalize` makes the later bare chunks slower, and its ratios look
 better than they are.
 
-Each step is `overhead.py`'s (`workload.py`), inside a scope.
+Each step is `overhead.py`'s (`workload.py`), inside a scope. Both tools run through their public
+API only (`start`, `scope`, `finalize`): `import lepton` from this checkout, `import triton.profiler`.
 
-Tool `lepton-api` is Lepton with the launch API records on from the start (as once a second thread
-marks a path; every launch before session 8), to weigh what timing launches by kernel records saves.
-
-usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proton,lepton-api]
+usage:  python bench/paired.py [--rounds 20] [--chunk 400] [--tools lepton,proton]
         python bench/paired.py --child TOOL ROUNDS CHUNK            (internal)
 """
 from __future__ import annotations
@@ -48,9 +46,6 @@ def child(tool: str, rounds: int, chunk: int) -> None:
     else:
         sys.path.insert(0, SRC)
         import lepton as prof
-        if tool == "lepton-api":  # launch API records from the start, as with several threads
-            from lepton.collect.cupti.backend import CuptiBackend
-            CuptiBackend._attribute_launches = CuptiBackend._enable_launch_records
 
     bare, scoped = step_loops(step, prof.scope)
 
@@ -71,6 +66,21 @@ def child(tool: str, rounds: int, chunk: int) -> None:
         print("STEP", name, " ".join(f"{v:.3f}" for v in values), flush=True)
 
 
+def summary(stdout: str) -> tuple[float, dict[str, tuple[float, float, float]]] | None:
+    """From a child's output: the median bare step before its first start, and per configuration
+    (`none` first) the median µs per step, that minus the median bare step, and the median of each
+    round's ratio to that round's bare chunk. None if the child printed no steps."""
+    lines = [line.split() for line in stdout.splitlines()]
+    steps = {w[1]: [float(v) for v in w[2:]] for w in lines if w and w[0] == "STEP"}
+    if "none" not in steps:
+        return None
+    fresh = statistics.median(float(v) for w in lines if w and w[0] == "FRESH" for v in w[1:])
+    base = steps["none"]
+    return fresh, {name: (statistics.median(v), statistics.median(v) - statistics.median(base),
+                          statistics.median(s / b for s, b in zip(v, base)))
+                   for name, v in steps.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
@@ -85,19 +95,13 @@ def main() -> None:
     for tool in a.tools.split(","):
         p = subprocess.run([sys.executable, __file__, "--child", tool, str(a.rounds), str(a.chunk)],
                            capture_output=True, text=True, timeout=1200)
-        steps = {line.split()[1]: [float(v) for v in line.split()[2:]]
-                 for line in p.stdout.splitlines() if line.startswith("STEP")}
-        if not steps:
+        result = summary(p.stdout)
+        if result is None:
             print(f"{tool}: failed\n{p.stderr[-1500:]}")
             continue
-        fresh = [float(v) for line in p.stdout.splitlines() if line.startswith("FRESH") for v in line.split()[1:]]
-        base = steps.pop("none")
-        print(f"{tool}: bare steps {statistics.median(fresh):.2f} µs before its first start, "
-              f"{statistics.median(base):.2f} µs between its sessions")
-        table[tool] = {name: (statistics.median(v), statistics.median(v) - statistics.median(base),
-                              statistics.median(s / b for s, b in zip(v, base)))
-                       for name, v in steps.items()}
-        table[tool]["none"] = (statistics.median(base), 0.0, 1.0)
+        fresh, table[tool] = result
+        print(f"{tool}: bare steps {fresh:.2f} µs before its first start, "
+              f"{table[tool]['none'][0]:.2f} µs between its sessions")
     print(f"per step, median of {a.rounds} rounds of {a.chunk} steps; ratio: per round, against that "
           "round's bare chunk")
     print(f"{'config':22}" + "".join(f" {t + ' µs':>12} {'+µs':>6} {'ratio':>6}" for t in table))

@@ -3,9 +3,9 @@
 usage: python bench/view.py [--nodes N] [--keep DIR]
 The profile is ROOT -> step -> layer -> kernel, kernels with Proton's kernel metrics plus flops16
 and bytes from launch metadata, written as Proton writes it (JSON, indent 4, sorted keys: 135 MB).
-Prints `view_s=` for that file (timed in-process: lepton.cli.view.main, output to memory) and
-`view_msgpack_s=` for the same tree as hatchet MessagePack. Target on a 2-core machine:
-view_s <= 2 (the JSON file is split over both cores, see lepton.viewer.parallel).
+Prints `view_s=` for that file and `view_msgpack_s=` for the same tree as hatchet MessagePack (written
+with the `msgpack` package), each timed in-process through the viewer's command line
+(`lepton.cli.view.main(argv)`, what `lepton-view` runs), output to memory.
 """
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
+import msgpack
+
 from lepton.cli.view import main
-from lepton.msgpack import packb
 
 KERNELS = [
     "matmul_kernel", "add_kernel", "_attn_fwd", "layer_norm_fwd",
@@ -86,7 +87,7 @@ def run(nodes: int, directory: str) -> None:
         f.write("\n" + json.dumps(document, indent=4, sort_keys=True) + "\n")  # as Proton writes it
     msgpack_path = os.path.join(directory, "bench.hatchet_msgpack")
     with open(msgpack_path, "wb") as f:
-        f.write(packb([_to_msgpack_layout(document[0]), document[1]]))
+        f.write(msgpack.packb([_to_msgpack_layout(document[0]), document[1]]))
     total = sum(1 for _ in _walk(document[0]))
     print(f"nodes={total} json_mb={os.path.getsize(json_path) / 1e6:.1f} "
           f"msgpack_mb={os.path.getsize(msgpack_path) / 1e6:.1f}")

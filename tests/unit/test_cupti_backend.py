@@ -381,12 +381,9 @@ def test_with_a_foreign_timestamp_source_kernels_still_land_in_their_scopes_in_n
     assert cupti.thread_ids == 0  # the thread id type is restored for the next client
 
 
-@pytest.mark.parametrize("detach", [True, False])
-def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti, monkeypatch, detach):
-    """Either CUPTI is detached at the end (which resets every switch) or the switches are put
-    back as they were, for the next CUPTI client. (A libcupti that cannot time launches in kernel
-    records: the launch API records are on from the start.)"""
-    monkeypatch.setattr(cupti_backend, "DETACH_AT_STOP", detach)
+def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(fake_cupti):
+    """CUPTI is detached at the end (which resets every switch). (A libcupti that cannot time
+    launches in kernel records: the launch API records are on from the start.)"""
     fake_cupti["latency"] = False
     fake_cupti["initialized"] = False
     proton.start("early", backend="cupti")
@@ -395,8 +392,7 @@ def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(f
     assert all(cupti.api_switches[("driver", c)] for c in layout.DRIVER_LAUNCH_CBIDS)
     assert layout.KIND_DRIVER not in cupti.enabled
     proton.finalize()
-    assert not any(cupti.api_switches.values())  # switched back off, or reset
-    assert cupti.detached == int(detach)
+    assert cupti.detached == 1 and not any(cupti.api_switches.values())
 
     fake_cupti["initialized"] = True
     proton.start("late", backend="cupti")
@@ -404,13 +400,31 @@ def test_launch_records_are_switched_per_api_before_cuda_init_and_masked_after(f
     assert backend.api_records == "masked"
     assert {layout.KIND_DRIVER, layout.KIND_RUNTIME} <= cupti.enabled
     assert cupti.api_switches[("driver", 1)] is False and ("driver", 307) not in cupti.api_switches
-    switched = len(cupti.api_switches)
     proton.finalize()
-    if detach:
-        assert cupti.detached == 1 and cupti.api_switches == {}
+    assert cupti.detached == 1 and cupti.api_switches == {}
+
+
+@pytest.mark.parametrize("initialized", [False, True])
+def test_where_torch_profiler_keeps_cupti_the_api_switches_are_put_back_for_it(fake_cupti, monkeypatch,
+                                                                               initialized):
+    """Without the subscription CUPTI is not Lepton's to detach, so the per-API switches are put
+    back as they were, for torch.profiler: switched off again before CUDA init, unmasked after."""
+    monkeypatch.setattr(cupti_backend, "_idle_torch_profiler_holds_cupti", lambda: True)
+    fake_cupti["busy"] = True
+    fake_cupti["initialized"] = initialized
+    with pytest.warns(RuntimeWarning, match="torch.profiler keeps CUPTI's callback slot"):
+        proton.start("kept", backend="cupti")
+    backend, cupti = fake_cupti["backend"], fake_cupti["cupti"]
+    assert backend.api_records == ("masked" if initialized else "per-cbid")
+    switched = dict(cupti.api_switches)
+    proton.finalize()
+    assert cupti.detached == 0
+    if initialized:
+        assert switched[("driver", 1)] is False and cupti.api_switches[("driver", 1)] is True
+        assert cupti.api_switches.keys() == switched.keys()
     else:
-        assert cupti.api_switches[("driver", 1)] is True  # restored for the next CUPTI client
-        assert len(cupti.api_switches) == switched
+        assert all(switched[("driver", c)] for c in layout.DRIVER_LAUNCH_CBIDS)
+        assert not any(cupti.api_switches.values())
 
 
 def test_dropped_records_are_reported_and_kept_in_the_profile(fake_cupti, capsys):

@@ -1,51 +1,24 @@
 """`CuptiBackend`: kernels timed by CUPTI's activity API, attributed by launch thread and time.
 
-How a kernel finds its scope: the runtime marks when each thread changed path
-(`timeline.ThreadTimelines`), so a launch's path is its thread's path at the time of the launch
-call. Where the thread and time come from:
+A launch's path is its thread's path at the time of the launch call, on the threads' time lines
+(`timeline.ThreadTimelines`); the records give the thread and the time:
 
-- **One thread marks** (the common case: one Python thread drives the GPU): with
-  `cuptiActivityEnableLatencyTimestamps`, each kernel record carries `queued`, a time inside its
-  launch call on the API records' clock (measured on the H100: inside the call for 600 of 600
-  kernels, ≈7 µs after its start), so the kernel record alone gives the launch time, and the launch
-  is taken as the marking thread's (a thread that never marks, as torch's autograd threads, follows
-  that thread anyway: `timeline.paths_at`). A graph's kernels have no valid `queued`, so a callback
-  on the graph launch calls logs `(correlation id, thread, time)` for them.
+- **One thread marks** (one Python thread drives the GPU): kernel records carry `queued`, a time
+  inside their launch call (`cuptiActivityEnableLatencyTimestamps`), and the launch is taken as
+  the marking thread's; threads that never mark (torch's autograd threads) follow it. No launch API
+  record is written: they cost as much as the kernel records again. A graph's kernels have no valid
+  `queued`, so a callback on the graph launch calls logs `(correlation id, thread, time)` for them.
 - **Several threads mark**: the second one turns on the API records of the launch calls (its
   `ThreadCensus` callback, before its first mark), which name the thread; kernels queued before
   that still take their own time as the first thread's launches.
 
-Measured in one process on the H100, states alternated in random order (50 rounds of 1000 steps of
-1 Triton + 2 torch launches, ≈49 µs bare, `bench/record_costs.py`): CUPTI attached +4.2 µs per step,
-kernel records +7.0, kernel records with `queued` +7.8, kernel and launch API records +15.4. The
-API records cost as much as the kernel records again, hence one thread's launches go without them.
-The subscription itself costs little beside the kernel records (`bench/callback_costs.py`, H100,
-20 rounds, paired against CUPTI detached): subscribed x1.03, with the graph callbacks every session
-has x1.05; kernel records with `queued` x1.16 without a subscription, x1.19 with one.
+Only the launch calls' API records are turned on: per cbid before CUDA is initialised; after it
+CUPTI ignores those per-API calls, so the whole DRIVER and RUNTIME kinds are enabled and every
+other cbid is switched off again, once per start (enabling a kind again turns all of its APIs back
+on).
 
-The API records of the launch calls, and only theirs, are turned on:
-
-- before CUDA is initialised, `cuptiActivityEnableDriverApi/RuntimeApi(cbid, 1)` for each launch
-  cbid suffices (the whole RUNTIME+DRIVER kinds would cost ≈25 records per launch pair);
-- after it, those per-API calls are silently ignored (also after toggling the kinds or enabling
-  callbacks for the cbids: 0 records, measured), so the whole DRIVER and RUNTIME kinds are enabled
-  and every other cbid is switched off again (≈1300 calls, 1.3-2.1 ms measured). Measured on the
-  H100: 3 API records per step of 1 Triton + 2 torch launches (cuLaunchKernelEx, 2 cudaLaunchKernel),
-  covering all kernels. Enabling a kind again turns all its APIs back on (31 records per step),
-  so the kinds are enabled once per start and never toggled while running.
-
-Measured on the H200 after CUDA init, per step of 1 Triton + 2 torch launches (≈39 µs bare; states
-alternated in one process, median of 5): kernel records +3.5 µs, the DRIVER kind (masked) +2.5,
-the RUNTIME kind (masked) +1.2. On the H100 (≈45 µs bare, `bench/gpu_costs.py`'s method, 24
-rounds): kernel records +1.5 µs, with the masked API records +5.3 µs, with the scope +5.4 µs;
-on another H100 host (≈54 µs bare, 20 rounds): kernel records +5.2 µs, masked API records +11.5,
-the scope within the noise.
-Pushing CUPTI external correlation ids instead of the time line cost 2.3-2.7 µs per scope (ext
-records and the push/pop calls), the time line 0.3-0.4 µs.
-
-Buffers are 2 MiB numpy arrays handed to CUPTI and parsed in bulk (`collector.Collector`), never per
-launch: on CUPTI's buffer thread once `PROCESS_AT_BYTES` of completed ones wait, else at the next
-flush or finalize.
+Buffers are parsed in bulk (`collector.Collector`), never per launch. The measurements behind all
+this are in docs/design.md ("Attribution by thread time lines", "CUPTI buffers").
 """
 from __future__ import annotations
 
@@ -70,14 +43,10 @@ from .collector import Collector
 from .devices import Driver
 from .graphs import GraphNodePaths
 
-# ≈9.7k kernels (216 B each) per buffer. Completed buffers are queued, and parsed on CUPTI's thread
-# only once PROCESS_AT_BYTES of them wait (≈150k kernels; bounded memory for a profile left on),
-# else at the next flush or finalize: the parse holds the GIL (many small numpy calls), so the
-# launching thread stops meanwhile. Measured on the H100, 10k steps of overhead.py's hook config
-# timed in chunks of 500 (8 processes each, `bench/loop_chunks.py`): parsing each buffer as it
-# completed took 17-32 ms per loop and showed as 10-20 µs/step spikes in the chunks it fell in; the
-# loop medians were 0.672 s parsed as they came, 0.632 s deferred (bare 0.451 s). Finalize parses
-# them instead: overhead.py's shadow config then spent 62-63 ms after its loop, Proton 76-90 ms.
+# ≈9.7k kernels (216 B each) per buffer. Completed buffers are parsed on CUPTI's thread only once
+# PROCESS_AT_BYTES of them wait (bounded memory for a profile left on), else at the next flush or
+# finalize: the parse holds the GIL, so parsing as they came stopped the launching thread
+# (docs/design.md, "CUPTI buffers").
 BUFFER_BYTES = 2 << 20
 PROCESS_AT_BYTES = 32 << 20
 _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
@@ -89,12 +58,6 @@ MARKS_KEPT_NS = 10_000_000_000
 # writes to a fresh buffer's pages would fault them in (512 faults per 2 MiB buffer) inside the loop
 # being profiled rather than in start().
 _RESIDENT_AT_START_BYTES = 8 << 20
-
-# CUPTI is detached (`cuptiFinalize`) once Lepton no longer uses it, as Proton's doStop does:
-# unsubscribed but attached, CUPTI's launch instrumentation stays in every later launch. Only when
-# Lepton held the subscription (never under a torch.profiler that keeps it). False for benchmarks
-# that measure what staying attached costs.
-DETACH_AT_STOP = True
 
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
 # are process-wide, so the capture map is too.
@@ -197,12 +160,9 @@ class _CallbackData(ctypes.Structure):
                 ("correlation_id", ctypes.c_uint32)]
 
 
-# CUPTI passes the callback data of each call site at one address: measured on the H100, the 4000
-# enter and exit callbacks of 1000 steps of 2 torch launches came with 4 addresses. A structure
-# mapped at each is kept: a dict lookup and a field read take ≈45 ns on the CI CPU, against ≈110 to
-# map a structure and ≈70 for a c_uint32 at the address, as each call made before (two on enter).
-# The callbacks of 2 launches, walks included, went from 5.1 to 4.7 µs per step there. Bounded, in
-# case some caller's data does move.
+# CUPTI passes the callback data of each call site at one address, so a structure mapped at each is
+# kept: a dict lookup is cheaper than mapping a structure per call (docs/design.md, "The python
+# context"). Bounded, in case some caller's data does move.
 _callback_views: dict[int, _CallbackData] = {}
 _CALLBACK_VIEWS_MAX = 256
 
@@ -414,8 +374,11 @@ class CuptiBackend(Backend):
                 cupti.enable_runtime_api(cbid, True)
 
     def _detaches(self) -> bool:
-        """Whether `_release` detaches CUPTI: only a subscription Lepton held (`DETACH_AT_STOP`)."""
-        return DETACH_AT_STOP and self._subscriber is not None
+        """Whether `_release` detaches CUPTI (`cuptiFinalize`, as Proton's doStop does): only where
+        Lepton held the subscription, never under a torch.profiler that keeps it. Unsubscribed but
+        attached, CUPTI's launch instrumentation stays in every later launch of the process
+        (docs/design.md, "Detaching CUPTI")."""
+        return self._subscriber is not None
 
     def _release(self) -> None:
         _Shared.backend = None
@@ -490,11 +453,7 @@ class CuptiBackend(Backend):
         of the API call that launched it: the runtime's for torch and other runtime users, the
         driver's `cuLaunchKernelEx` for Triton. The driver's `cuLaunchKernel` is not watched: the
         runtime calls it inside every `cudaLaunchKernel`, and each watched call costs two Python
-        callbacks (enter and exit). Measured on the H100 (`bench/callback_costs.py`, 20 rounds,
-        38 µs bare step of 2 torch launches): their 4 callbacks cost x1.06 with a callback that
-        takes no arguments (CUPTI's and ctypes' own share), x1.10 with a no-op taking CUPTI's four,
-        x1.17 with this backend's callback before any stack walk (`bench/launch_costs.py` adds the
-        walk).
+        callbacks through ctypes (enter and exit; their cost: docs/design.md, "The python context").
 
         `triton_stacks`, when given, is a time line on which Triton's launch hook marks the Python
         stack of each of its launches (path + 1 during the launch, 0 after): then

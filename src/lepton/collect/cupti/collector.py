@@ -86,8 +86,8 @@ class Collector:
         self._launch = np.zeros(1 << table_bits, np.int64)
         # Python context: the path of the Python stack that made each launch call. The launch
         # callback appends `path << 32 | correlation id` to `launch_stacks` on the launching thread
-        # (a list append: storing into the tables below through memoryviews cost ≈1 µs per launch
-        # on the H200, `bench/launch_costs.py`); each parse moves them into the tables in bulk
+        # (a list append, cheaper on the launch path than storing into the tables below: see
+        # docs/design.md, "The python context"); each parse moves them into the tables in bulk
         # (fixed size: an id's entry lives until 2**table_bits later ids reuse its slot; kept, not
         # taken, since every kernel of a graph launch carries the launch's id).
         self.launch_stacks: list[int] = []
