@@ -441,6 +441,8 @@ class scope:
         if not hp.live:
             self._pid = -1
             return self
+        if self.metrics:
+            check_metrics(self.metrics)  # before the scope exists anywhere
         pid = self._pid = hp.enter(self.name, python=False)
         if hp.python_sessions:
             self._enter_python(hp, sys._getframe(self._callers_depth))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -59,6 +60,22 @@ class SessionRegistry:
         self._lock = threading.RLock()
         self._warned: set[str] = set()
         self._exit_hook = False
+        self._owner_pid = os.getpid()  # the process whose sessions these are
+        os.register_at_fork(after_in_child=self._forget_in_child)
+
+    def _forget_in_child(self) -> None:
+        """After `os.fork()`, in the child: the parent's sessions are the parent's to write, so the
+        child drops them quietly (it writes only the sessions it starts itself)."""
+        self._lock = threading.RLock()  # another thread may have held it at the fork
+        self.sessions.clear()
+        self.backends.clear()
+        self._pinned = None
+        self.hot_path.reset()
+        self.hot_path.set_sessions(False, (), None)
+
+    def forked_from_owner(self) -> bool:
+        """Whether this process is a child forked from the one that made the registry."""
+        return os.getpid() != self._owner_pid
 
     # -- the CLI's session ------------------------------------------------------------------------
     def pin(self, sid: int | None) -> None:

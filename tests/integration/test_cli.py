@@ -176,8 +176,8 @@ def run_until_ready_then(cmd: list[str], sig: int) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("sig, code, last_stderr_line", [
-    (signal.SIGTERM, 143, None), (signal.SIGINT, 130, "KeyboardInterrupt")])
-def test_sigterm_and_ctrl_c_run_finally_blocks_and_write_the_profile(lepton, tmp_path, sig, code,
+    (signal.SIGTERM, 143, None), (signal.SIGINT, 130, "KeyboardInterrupt"), (signal.SIGHUP, 129, None)])
+def test_sigterm_sighup_and_ctrl_c_run_finally_blocks_and_write_the_profile(lepton, tmp_path, sig, code,
                                                                      last_stderr_line):
     write(tmp_path / "slow.py", SLOW.replace("TIMEOUT", str(TIMEOUT_S)))
     rc, stdout, stderr = run_until_ready_then([*lepton, "-b", "fake", "slow.py"], sig)
@@ -446,3 +446,23 @@ def test_signals_after_the_target_ended_are_recorded_until_the_profile_is_writte
         os.kill(os.getpid(), signal.SIGTERM)  # would end this process if it were not deferred
     assert signals.received == [signal.SIGTERM]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_forked_child_that_outlives_its_parent_does_not_write_the_parents_profile(lepton, tmp_path):
+    """The child ends its copy of the CLI's session quietly: one "profile written" line (the
+    parent's), and the file holds the parent's kernels, not the child's stale copy."""
+    write(tmp_path / "forks.py", KERNEL.format(name="k_parent") + """\
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(1.0)  # outlive the parent, which writes its profile meanwhile
+    if FakeBackend.instances:
+        FakeBackend.instances[-1].launch("k_child", 1000)
+    open("child_done", "w").close()
+    sys.exit(0)  # through the CLI's normal exit path, in the child
+""")
+    out = run(lepton, "-b", "fake", "forks.py")  # returns once the child closed the pipes too
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "child_done").exists()
+    assert_profile(out.stderr, tmp_path / "proton.hatchet", {"k_parent": 1})
+    assert "finalized the profiling session itself" not in out.stderr

@@ -260,7 +260,7 @@ def run(opts: Options) -> int:
     if code == EXIT_OK and write_failed:
         code = EXIT_ERROR
     if code == EXIT_OK and received:
-        code = EXIT_SIGINT if signal.SIGINT in received else EXIT_SIGTERM
+        code = EXIT_SIGINT if signal.SIGINT in received else 128 + received[0]
     if opts.print_metrics is not None and files:
         printed = _print_trees(opts.print_metrics, files)
         code = code or printed
@@ -330,17 +330,18 @@ def _target_environment(target: Target) -> Iterator[None]:
 
 
 class RunSignals:
-    """What SIGINT and SIGTERM do during a run (a context manager around it).
+    """What SIGINT, SIGTERM and SIGHUP do during a run (a context manager around it).
 
-    While the target runs, SIGTERM raises `SystemExit(143)`, so finally-blocks run and the profile
-    is written; SIGINT raises KeyboardInterrupt as usual. From `defer()` (called the moment the
+    While the target runs, SIGTERM raises `SystemExit(143)` and SIGHUP (the terminal closed, the
+    ssh connection dropped) `SystemExit(129)`, so finally-blocks run and the profile is written;
+    SIGINT raises KeyboardInterrupt as usual. From `defer()` (called the moment the
     target ends) until the profile is written, both are only recorded in `received`: torchrun sends
     SIGTERM to every rank when one fails, which may be while the others are writing. Handlers are
     swapped rather than signals masked because a mask is per thread and the target's threads, or
     the backend's, would still take the signal. A signal the launcher set to be ignored stays
     ignored; off the main thread (where `signal.signal` cannot be called) nothing changes."""
 
-    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.received: list[int] = []
@@ -350,13 +351,14 @@ class RunSignals:
         if threading.current_thread() is threading.main_thread():
             self._saved = {s: signal.getsignal(s) for s in self._SIGNALS
                            if signal.getsignal(s) is not signal.SIG_IGN}
-        if signal.SIGTERM in self._saved:
-            signal.signal(signal.SIGTERM, self._terminate)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if sig in self._saved:
+                signal.signal(sig, self._terminate)
         return self
 
     @staticmethod
     def _terminate(signum, frame):
-        raise SystemExit(EXIT_SIGTERM)
+        raise SystemExit(128 + signum)
 
     def _record(self, signum, frame) -> None:
         self.received.append(signum)
@@ -395,7 +397,7 @@ def _print_exception(exc: BaseException) -> None:
 def _finalize(sid: int | None, first_new_id: int) -> tuple[list[str], bool]:
     """Finalizes the CLI's session and any the target started and left open (as Proton's CLI
     finalizes all); says on stderr where each profile went. Returns (files written, any failure)."""
-    if sid is not None and sid not in REGISTRY.sessions:
+    if sid is not None and sid not in REGISTRY.sessions and not REGISTRY.forked_from_owner():
         _say("the script finalized the profiling session itself; its profile was written then")
     ids = sorted(i for i in REGISTRY.sessions if i == sid or i >= first_new_id)
     files: list[str] = []

@@ -93,20 +93,22 @@ def coerce_metric_value(name: str, value):
     value = to_python_value(value)
     if isinstance(value, bool):
         value = int(value)
+    if not _is_number_or_vector(value):
+        raise TypeError(f"Metric {name!r} has unsupported type {type(value).__name__} ({value!r}): "
+                        "use int, float, a list of them, or a tensor")
     if name in ROOFLINE_FLOAT_KEYS:
         value = [float(v) for v in value] if isinstance(value, list) else float(value)
     elif name in ROOFLINE_INT_KEYS:
         value = [int(v) for v in value] if isinstance(value, list) else int(value)
+    if isinstance(value, list) and not (value and all(type(v) is int for v in value)):
+        return [float(v) for v in value]
+    return value
+
+
+def _is_number_or_vector(value) -> bool:
     if isinstance(value, list):
-        if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            return value
-        if all(isinstance(v, (int, float)) for v in value):
-            return [float(v) for v in value]
-        raise TypeError(f"Metric {name!r}: a vector metric holds only numbers, got {value!r}")
-    if isinstance(value, (int, float)):
-        return value
-    raise TypeError(f"Metric {name!r} has unsupported type {type(value).__name__}: "
-                    "use int, float, a list of them, or a tensor")
+        return all(isinstance(v, (int, float)) for v in value)
+    return isinstance(value, (int, float))
 
 
 def check_metrics(metrics: dict) -> None:

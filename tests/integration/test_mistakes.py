@@ -1,0 +1,132 @@
+"""A user's mistake raises one clear error at the call that made it and leaves no state behind: the
+session goes on, and the profile written at the end holds everything recorded around the mistake."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import lepton as proton
+from lepton.errors import UsageError
+from lepton.registry import REGISTRY
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def tree(path="p.hatchet") -> dict:
+    """name -> (metrics, children) of the written profile, ROOT's children."""
+    def walk(node):
+        return {c["frame"]["name"]: (c["metrics"], walk(c)) for c in node["children"]}
+
+    with open(path) as f:
+        return walk(json.load(f)[0])
+
+
+@pytest.mark.parametrize("name", [42, None, b"bytes", ("a",)])
+def test_a_scope_name_that_is_not_a_string_raises_at_the_call(name):
+    proton.start("p", backend="cpu")
+    with proton.scope("before"):
+        pass
+    with pytest.raises(TypeError, match="scope name must be a string"), proton.scope(name):
+        pass
+    assert proton.context.depth() == 0
+    with proton.scope("after"):
+        pass
+    assert proton.finalize() == ["p.hatchet"]
+    assert set(tree()) == {"before", "after"}
+
+
+@pytest.mark.parametrize("value", ["lots", None, object(), [1, "x"]])
+def test_a_metric_value_that_cannot_be_recorded_raises_and_enters_no_scope(value):
+    proton.start("p", backend="cpu")
+    with proton.scope("outer"):
+        with pytest.raises(TypeError, match="Metric .bytes. has unsupported type"), proton.scope("bad", {"flops": 1.0, "bytes": value}):
+            pass
+        assert proton.context.depth() == 1
+        with proton.scope("inner", {"bytes": 8}):
+            pass
+    proton.finalize()
+    outer = tree()["outer"]
+    assert set(outer[1]) == {"inner"}  # nothing of "bad", and "inner" is not under it
+    assert outer[1]["inner"][0] == {"bytes": 8}
+
+
+def test_a_metric_name_that_is_not_a_string_raises():
+    proton.start("p", backend="cpu")
+    with pytest.raises(TypeError, match="metric name must be a string"), proton.scope("s", {1: 2}):
+        pass
+    assert proton.context.depth() == 0
+    proton.finalize()
+
+
+def test_exit_scope_naming_another_scope_raises_and_closes_nothing():
+    proton.start("p", backend="cpu")
+    proton.enter_scope("a")
+    proton.enter_scope("b")
+    with pytest.raises(UsageError, match=r"Scope name mismatch: a != b .*nothing was closed"):
+        proton.exit_scope("a")
+    assert proton.context.depth() == 2
+    proton.exit_scope("b")
+    proton.exit_scope("a")
+    with proton.scope("c"):
+        pass
+    proton.finalize()
+    assert set(tree()) == {"a", "c"} and set(tree()["a"][1]) == {"b"}
+
+
+def test_exit_scope_with_metrics_it_refuses_keeps_the_scope_open():
+    proton.start("p", backend="cpu")
+    proton.enter_scope("a")
+    with pytest.raises(TypeError, match="Metric 'm'"):
+        proton.exit_scope("a", metrics={"m": "lots"})
+    assert proton.context.depth() == 1
+    proton.exit_scope("a", metrics={"m": 2})
+    proton.finalize()
+    assert tree()["a"][0] == {"m": 2}
+
+
+def test_a_state_name_that_is_not_a_string_raises():
+    proton.start("p", backend="cpu")
+    with pytest.raises(TypeError, match="state name must be a string"):
+        proton.enter_state(7)
+    proton.finalize()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "fake"])
+def test_a_mode_the_backend_does_not_have_is_refused_at_start(backend):
+    with pytest.raises(UsageError, match=f"Backend '{backend}' has no mode 'bogus_mode'"):
+        proton.start("p", backend=backend, mode="bogus_mode")
+    assert not REGISTRY.sessions and not REGISTRY.backends
+
+
+def test_a_forked_child_drops_the_parents_sessions_quietly(tmp_path):
+    """Outside the CLI too: the child's exit writes nothing (no "finalize() was not called"), and
+    the parent's profile is the parent's."""
+    script = tmp_path / "fork.py"
+    script.write_text(textwrap.dedent("""\
+        import os, sys
+        import lepton as proton
+        proton.start("p", backend="cpu")
+        with proton.scope("parent_before"):
+            pass
+        pid = os.fork()
+        if pid == 0:
+            with proton.scope("child_only"):
+                pass
+            sys.exit(0)  # atexit runs in the child
+        os.waitpid(pid, 0)
+        with proton.scope("parent_after"):
+            pass
+        proton.finalize()
+    """))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert set(tree(tmp_path / "p.hatchet")) == {"parent_before", "parent_after"}
