@@ -111,3 +111,15 @@ def test_lepton_view_shows_the_msgpack_file_as_the_json_file(tmp_path):
     text = shown(hatchet_msgpack.render(profile), "p.hatchet_msgpack", tmp_path)
     assert "ROOT" in text
     assert text == shown(hatchet.render(profile), "p.hatchet", tmp_path)
+
+
+def test_a_tree_as_deep_as_the_writer_goes_is_written_and_read_back():
+    """The writer recurses, three Python frames a tree level: about 330 levels is where it stops
+    today, below msgpack's own limit of 511 nested containers (about 510 tree levels)."""
+    paths, data = PathTable(), TreeData()
+    pid = ROOT
+    for i in range(300):
+        pid = paths.child(pid, f"s{i}")
+    data.add_kernels([pid], [5], [1], [0], "CUDA")
+    tree = load_bytes(hatchet_msgpack.render(Profile(paths, data)), "p.hatchet_msgpack")
+    assert len(tree) == 301 and int(tree.depth.max()) == 300 and tree.numbers["time (ns)"][-1] == 5

@@ -1,7 +1,7 @@
 """The terminal viewer: file -> Tree -> derived metrics -> filters -> text.
 
-Reads hatchet JSON and hatchet MessagePack (Lepton's and Proton's); needs numpy only, and never
-imports `lepton.collect`.
+Reads hatchet JSON and hatchet MessagePack (Lepton's and Proton's); needs numpy and msgpack only,
+and never imports `lepton.collect`.
 """
 from __future__ import annotations
 
