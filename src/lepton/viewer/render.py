@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .demangle import demangle, shorten
+from .demangle import demangle
 from .derive import Column
 from .diff import ONLY_LEFT, ONLY_RIGHT
 from .filters import format_name
 from .fixed import format_rows
+from .shorten import shorten
 from .tree import Tree
 
 BRANCH, PIPE, LAST, SPACE = "├─ ", "│  ", "└─ ", "   "
