@@ -20,14 +20,6 @@ def test_a_column_of_one_value_and_an_empty_column():
     assert Codes.of([]).values() == []
 
 
-def test_joined_codes_are_the_codes_of_the_joined_columns():
-    parts = [["x", "y"], ["y", "z", "x"], [], ["w"]]
-    joined = Codes.joined([Codes.of(part) for part in parts])
-    assert joined.values() == ["x", "y", "y", "z", "x", "w"]
-    assert joined.distinct == ["x", "y", "z", "w"]
-    assert Codes.joined([]).values() == []
-
-
 def test_a_tree_codes_its_names_and_frame_types():
     leaf = {"frame": {"name": "k", "type": "function"}, "metrics": {"time (ns)": 1}, "children": []}
     root = {"frame": {"name": "ROOT", "type": "function"}, "metrics": {}, "children": [leaf, leaf]}
