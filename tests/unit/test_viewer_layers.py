@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "lepton"
-VIEWER_FILES = sorted((SRC / "viewer").glob("*.py")) + [SRC / "cli" / "view.py", SRC / "view.py"]
+VIEWER_FILES = sorted((SRC / "viewer").glob("*.py")) + [SRC / "cli" / "view.py"]
 ALLOWED_LEPTON = {"lepton.viewer", "lepton.units", "lepton.cli.view"}
 ALLOWED_PACKAGES = {"numpy", "msgpack", "__future__"}
 
