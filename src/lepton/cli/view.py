@@ -17,9 +17,9 @@ from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
 from ..viewer.diff import subtract
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
+from ..viewer.flat_tree import Tree
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
 from ..viewer.render import RenderOptions, csv_text, json_text, sorted_text, tree_text
-from ..viewer.tree import Tree
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from .demangle import demangle
 from .derive import Column, MetricError, derive
 from .filters import FilterError, apply_filters
+from .flat_tree import Tree
 from .load import ProfileError, load, load_bytes
 from .render import RenderOptions, csv_text, json_text, sorted_text, tree_text
 from .shorten import shorten
-from .tree import Tree
 
 __all__ = [
     "Column", "FilterError", "MetricError", "ProfileError", "RenderOptions", "Tree", "apply_filters",

@@ -14,7 +14,7 @@ from itertools import chain, repeat
 import msgpack
 import numpy as np
 
-from .tree import NO_PARENT, Tree
+from .flat_tree import NO_PARENT, Tree
 from .walk import Walk, walk_nodes
 
 MSGPACK_SUFFIXES = (".hatchet_msgpack", ".msgpack")
@@ -113,8 +113,9 @@ def _decode_msgpack(data: bytes, source: str):
 
 
 def _check_the_end(unpacker: msgpack.Unpacker, data: bytes, source: str) -> None:
-    if unpacker.tell() != len(data):
-        raise ProfileError(f"'{source}' is not a profile: {len(data) - unpacker.tell()} bytes follow the MessagePack data")
+    extra = len(data) - unpacker.tell()
+    if extra:
+        raise ProfileError(f"'{source}' is not a profile: {extra} bytes follow the MessagePack data")
 
 
 def _decode_deep_msgpack(data: bytes, source: str) -> list:
@@ -126,7 +127,10 @@ def _decode_deep_msgpack(data: bytes, source: str) -> list:
         fields = {}
         for _ in range(unpacker.read_map_header()):
             key = unpacker.unpack()
-            fields[key] = [node() for _ in range(unpacker.read_array_header())] if key == "children" else unpacker.unpack()
+            if key == "children":
+                fields[key] = [node() for _ in range(unpacker.read_array_header())]  # noqa: F821 (deleted after)
+            else:
+                fields[key] = unpacker.unpack()
         return fields
 
     with _tree_errors(source):

@@ -21,8 +21,8 @@ from .derive import Column
 from .diff import ONLY_LEFT, ONLY_RIGHT
 from .filters import format_name
 from .fixed import format_rows
+from .flat_tree import Tree
 from .shorten import shorten
-from .tree import Tree
 
 BRANCH, PIPE, LAST, SPACE = "├─ ", "│  ", "└─ ", "   "
 

@@ -1,8 +1,8 @@
-"""viewer.tree.Codes: a column of strings as its distinct values and one int per node."""
+"""viewer.flat_tree.Codes: a column of strings as its distinct values and one int per node."""
 from __future__ import annotations
 
+from lepton.viewer.flat_tree import Codes
 from lepton.viewer.load import from_document
-from lepton.viewer.tree import Codes
 
 
 def test_codes_keep_first_use_order_and_give_the_values_back():
