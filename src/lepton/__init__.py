@@ -1,7 +1,7 @@
 """Lepton: a pure-Python, low-overhead GPU kernel profiler with Triton Proton's API.
 
 `import lepton as proton` runs a `triton.profiler` script unchanged. The profiling API is loaded on
-first use (PEP 562), so that `lepton-view` and `lepton.msgpack` import nothing that profiles.
+first use (PEP 562), so that `lepton-view` imports nothing that profiles.
 """
 from __future__ import annotations
 

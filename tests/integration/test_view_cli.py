@@ -1,4 +1,4 @@
-"""lepton-view as users run it: the console script and `python -m lepton.view`, in a subprocess."""
+"""lepton-view as users run it: the console script and `python -m lepton.viewer`, in a subprocess."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
 FIXTURES = ROOT / "tests" / "data" / "proton_3_6"
 
 COMMANDS = {
-    "python -m lepton.view": [sys.executable, "-m", "lepton.view"],
+    "python -m lepton.viewer": [sys.executable, "-m", "lepton.viewer"],
     "lepton-view": [shutil.which("lepton-view") or "lepton-view"],
 }
 

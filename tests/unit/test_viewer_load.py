@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from msgpack import Packer, StackError, packb, unpackb
 
-from lepton.msgpack import packb
 from lepton.viewer.load import ProfileError, from_document, load, load_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,14 +151,55 @@ def test_msgpack_is_recognised_by_content_whatever_the_file_name(tmp_path):
     assert load(path).names == ["ROOT", "k"]
 
 
-def test_deep_trees_load_from_msgpack():
-    depth = 1500  # beyond what json.loads accepts (~500 tree levels), not beyond MessagePack
-    leaf = kernel("k", 1)
-    for i in range(depth):
-        leaf = node(f"s{i}", {}, [leaf])
-    tree = load_bytes(packb([node("ROOT", ROOT_ZEROS, [leaf]), {}]))
+def chain_msgpack(depth: int, leaf: dict, devices: dict | None = None) -> bytes:
+    """[ROOT -> s0 -> s1 ... -> leaf, devices] in Proton's layout, packed a level at a time: the
+    msgpack package packs nothing nested deeper than 511 containers."""
+    headers = Packer()
+    levels = [headers.pack_map_header(3) + packb("frame") + packb({"name": name, "type": "function"})
+              + packb("metrics") + packb(metrics) + packb("children") + headers.pack_array_header(1)
+              for name, metrics in [("ROOT", ROOT_ZEROS), *((f"s{i}", {}) for i in range(depth))]]
+    tail = packb(devices) if devices is not None else b""
+    return headers.pack_array_header(2 if tail else 1) + b"".join(levels) + packb(leaf) + tail
+
+
+def test_trees_too_deep_for_msgpacks_decoder_load_node_by_node():
+    depth = 1500  # beyond what json.loads accepts (~500 tree levels), and msgpack.unpackb (~510)
+    data = chain_msgpack(depth, kernel("k", 1), {"CUDA": {"0": {"arch": "90"}}})
+    with pytest.raises(StackError):
+        unpackb(data)
+    tree = load_bytes(data)
     assert len(tree) == depth + 2
     assert int(tree.depth.max()) == depth + 1
+    assert tree.names[-1] == "k" and tree.numbers["time (ns)"][-1] == 1
+    assert tree.devices == {"CUDA": {"0": {"arch": "90"}}}
+
+
+def test_a_deep_tree_loads_the_same_node_by_node_as_whole(assert_same_tree):
+    shallow = load_bytes(chain_msgpack(400, kernel("k", 1), {}))  # msgpack's own decoder
+    deep = load_bytes(chain_msgpack(1500, kernel("k", 1), {}))  # node by node
+    names = shallow.names[:-1] + [f"s{i}" for i in range(400, 1500)] + ["k"]
+    assert deep.names == names
+    assert deep.numbers["time (ns)"][-1] == shallow.numbers["time (ns)"][-1]
+
+
+@pytest.mark.parametrize("cut, message", [(-5, "is truncated"), (None, "bytes follow")])
+def test_a_broken_deep_msgpack_profile_says_what_is_wrong(cut, message):
+    data = chain_msgpack(1500, kernel("k", 3), {})
+    data = data[:cut] if cut else data + b"\x00\x00"
+    with pytest.raises(ProfileError, match=message):
+        load_bytes(data, "p.hatchet_msgpack")
+
+
+def test_deep_nesting_that_is_no_tree_is_too_deep_to_read():
+    with pytest.raises(ProfileError, match="too deeply"):
+        load_bytes(b"\x91" * 2000 + b"\x00", "p.hatchet_msgpack")
+
+
+def test_msgpack_nodes_with_keys_in_any_order_load():
+    """Proton writes frame, metrics, children; JSON's sorted order (and any other) reads the same."""
+    document = [node("ROOT", ROOT_ZEROS, [kernel("k", 3)]), {}]
+    tree = load_bytes(packb(document), "p.hatchet_msgpack")
+    assert tree.names == ["ROOT", "k"] and tree.numbers["time (ns)"].tolist() == [0, 3]
 
 
 # ------------------------------------------------------------ bad input: one line, says what is wrong
@@ -202,6 +243,18 @@ def test_a_truncated_msgpack_profile_says_it_is_truncated():
     data = packb([node("ROOT", ROOT_ZEROS, [kernel("k", 3)]), {}])
     with pytest.raises(ProfileError, match="is truncated"):
         load_bytes(data[:-5], "p.hatchet_msgpack")
+
+
+@pytest.mark.parametrize("data, message", [
+    (packb([node("ROOT", ROOT_ZEROS, [kernel("k", 3)]), {}]) + b"\x00", "1 bytes follow the MessagePack data"),
+    (b"\xc1", "not a profile"),  # a tag MessagePack never uses
+    (b"\xa1\xff", "not a profile"),  # a str that is not UTF-8
+    (b"\x81\x91\x01\x02", "not a profile"),  # a map key that is an array
+    (b"\xd4\x01\x00", "expected a list"),  # an ext type
+])
+def test_a_msgpack_file_that_is_not_a_profile_says_why(data, message):
+    with pytest.raises(ProfileError, match=message):
+        load_bytes(data, "p.hatchet_msgpack")
 
 
 def test_errors_are_one_line():

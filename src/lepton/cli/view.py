@@ -17,10 +17,9 @@ from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
 from ..viewer.diff import subtract
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
+from ..viewer.flat_tree import Tree
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
-from ..viewer.parallel import load_split_file
 from ..viewer.render import RenderOptions, csv_text, json_text, sorted_text, tree_text
-from ..viewer.tree import Tree
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
 
@@ -152,9 +151,7 @@ def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _load(path: str) -> Tree:
-    """A big pretty-printed JSON profile loads on two cores (viewer.parallel); any other serially.
-    Only the command line forks: a library caller may have threads, which fork does not mix with."""
-    return load_split_file(path) or load_bytes(read_file(path), path)
+    return load_bytes(read_file(path), path)
 
 
 def list_text(tree: Tree) -> str:

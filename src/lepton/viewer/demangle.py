@@ -1,74 +1,68 @@
-"""C++ kernel names as people read them: `demangle` (GNU c++filt's output) and `shorten` (to fit a
-terminal).
+"""C++ kernel names as people read them, through libstdc++'s `__cxa_demangle`.
 
-Enough of the Itanium C++ ABI for the names PyTorch and CUDA libraries give kernels: nested and
-template names, substitutions, lambdas, local names, packs, literals, function and array types.
-Anything it does not cover (expressions, decltype, vendor types) makes `demangle` return the name
-unchanged.
+A process that ran CUDA or PyTorch has libstdc++ loaded already; where there is none, or it refuses
+a name, the name is shown as it is. libstdc++ spells the standard abbreviations (`Ss`, `So`, `Si`)
+as `std::string`, `std::ostream`, `std::istream`, where GNU c++filt writes out the templates.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+import ctypes
+import ctypes.util
+from collections.abc import Callable, Iterable, Iterator
+from functools import cache, lru_cache
 
-from .cxx_ast import Fail
-from .cxx_parser import Parser
+_DEMANGLED = 0  # __cxa_demangle's status; -1: out of memory, -2: not a mangled name, -3: bad argument
+# (__cxa_demangle, free): __cxa_demangle(mangled, buffer, length, status) returns a string it
+# allocated with malloc, which libc's free releases.
+Demangler = tuple[Callable, Callable]
 
 
 @lru_cache(maxsize=65536)
 def demangle(name: str) -> str:
-    """The C++ name `c++filt` would print for `name`, or `name` itself if it is not one we can read.
-
-    Plain names (Triton kernels, scopes) come back unchanged."""
-    if not name.startswith("_Z"):
+    """The C++ name `name` stands for, or `name` itself where it is no mangled name (Triton
+    kernels, scopes) or libstdc++ cannot be had."""
+    if not name.startswith("_Z"):  # "f" alone would demangle to "float": only symbols are names
+        return name
+    demangler = _demangler()
+    if demangler is None or not name.isascii():
+        return name
+    cxa_demangle, free = demangler
+    status = ctypes.c_int()
+    text = cxa_demangle(name.encode(), None, None, ctypes.byref(status))
+    if status.value != _DEMANGLED or not text:
         return name
     try:
-        return Parser(name).mangled_name().text(())
-    except (Fail, ValueError, IndexError, RecursionError):
-        return name
+        return ctypes.string_at(text).decode("utf-8", "replace")
+    finally:
+        free(text)
 
 
-ELLIPSIS = "…"
+@cache
+def _demangler() -> Demangler | None:
+    return _load_demangler(_libraries())
 
 
-def shorten(name: str, width: int) -> str:
-    """Fits `name` into `width` characters, dropping detail from the inside out.
-
-    First the innermost template-argument and parameter lists become "<…>" / "(…)" (parameter lists
-    before template lists at the same depth, since they mostly repeat the template arguments), one
-    nesting level at a time; if that is not enough, the middle of the name is cut out."""
-    width = max(width, 8)
-    if len(name) <= width:
-        return name
-    groups = _bracket_groups(name)
-    while groups and len(name) > width:
-        deepest = max(depth for depth, _, _, _ in groups)
-        level = [g for g in groups if g[0] == deepest]
-        chosen = [g for g in level if g[1] == "("] or level
-        for _, _, start, end in sorted(chosen, key=lambda g: -g[2]):  # right to left keeps offsets valid
-            name = name[:start + 1] + ELLIPSIS + name[end:]
-        groups = _bracket_groups(name)
-        groups = [g for g in groups if name[g[2] + 1:g[3]] != ELLIPSIS]
-    if len(name) <= width:
-        return name
-    head = (width - 1) * 2 // 3
-    return name[:head] + ELLIPSIS + name[len(name) - (width - 1 - head):]
+def _libraries() -> Iterator[str | None]:
+    yield None  # the process's global symbols (a C++ program embedding Python)
+    yield "libstdc++.so.6"  # dlopen returns the copy CUDA or PyTorch loaded, if they did
+    yield ctypes.util.find_library("stdc++")  # slow (it runs ldconfig): the last resort
 
 
-def _bracket_groups(name: str) -> list[tuple[int, str, int, int]]:
-    """(depth, opening bracket, start, end) of every balanced <...> and (...) group with content.
-
-    "operator<", "operator->" and the like would unbalance the count; then nothing is returned and
-    shorten falls back to cutting the middle."""
-    groups = []
-    stack: list[tuple[str, int]] = []
-    pairs = {">": "<", ")": "("}
-    for i, c in enumerate(name):
-        if c in "<(":
-            stack.append((c, i))
-        elif c in ">)":
-            if not stack or stack[-1][0] != pairs[c]:
-                return []
-            opening, start = stack.pop()
-            if i > start + 1:
-                groups.append((len(stack), opening, start, i))
-    return groups if not stack else []
+def _load_demangler(libraries: Iterable[str | None]) -> Demangler | None:
+    """`__cxa_demangle` and `free` from the first of `libraries` that has them (None: the
+    process itself), or None."""
+    try:
+        free = ctypes.CDLL(None).free
+    except (OSError, AttributeError, TypeError):  # no C library to open this way (Windows)
+        return None
+    free.argtypes, free.restype = [ctypes.c_void_p], None
+    for library in libraries:
+        try:
+            cxa_demangle = ctypes.CDLL(library).__cxa_demangle
+        except (OSError, AttributeError):
+            continue
+        cxa_demangle.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                                 ctypes.POINTER(ctypes.c_int)]
+        cxa_demangle.restype = ctypes.c_void_p  # a pointer, not c_char_p: it must be freed
+        return cxa_demangle, free
+    return None

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..units import NS_PER_UNIT
 from . import specs
-from .tree import Tree
+from .flat_tree import Tree
 
 SECONDS_PER_UNIT = {unit: ns / 1e9 for unit, ns in NS_PER_UNIT.items()}  # s: 1.0, ms: 1e-3, ...
 RATE_PREFIXES = {"": 1.0, "g": 1e9, "t": 1e12}  # flop/s, gflop/s, tflop/s

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .derive import Column
-from .tree import NO_PARENT, Tree, depths_of
+from .flat_tree import NO_PARENT, Tree, depths_of
 
 BOTH, ONLY_LEFT, ONLY_RIGHT = 0, 1, 2
 

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from .derive import Column
-from .tree import NO_PARENT, Tree, depths_of, group_sum
+from .flat_tree import NO_PARENT, Tree, depths_of, group_sum
 
 NameFormat = Literal["full", "file_function_line", "function_line", "file_function"]
 NAME_FORMATS: tuple[str, ...] = ("full", "file_function_line", "function_line", "file_function")

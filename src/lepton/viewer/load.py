@@ -11,17 +11,17 @@ import sys
 from contextlib import contextmanager
 from itertools import chain, repeat
 
+import msgpack
 import numpy as np
 
-from ..msgpack import MsgpackError, TruncatedError, unpackb
-from .msgpack_walk import walk_msgpack
-from .tree import NO_PARENT, Tree
+from .flat_tree import NO_PARENT, Tree
 from .walk import Walk, walk_nodes
 
 MSGPACK_SUFFIXES = (".hatchet_msgpack", ".msgpack")
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
-# Python frames per tree level are 1 here; JSON cannot nest deeper than ~500 tree levels anyway,
-# MessagePack can. Since 3.11 Python-to-Python calls use no C stack, so a higher limit is safe.
+# Python frames per tree level are 1 in walk_nodes and 2 in _decode_deep_msgpack; JSON cannot nest
+# deeper than ~500 tree levels anyway, MessagePack can. Since 3.11 Python-to-Python calls use no C
+# stack, so a higher limit is safe.
 _DEEP_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 0
 
 
@@ -44,10 +44,6 @@ def read_file(path: str | os.PathLike) -> bytes:
 
 def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:
     with without_gc():
-        walked = None if _is_json(data, source) else walk_msgpack(data)
-        if walked is not None:
-            with _tree_errors(source):
-                return _columns(*walked, source)
         document = _decode(data, source)
         return from_document(document, source)
 
@@ -79,12 +75,7 @@ def _decode(data: bytes, source: str):
         raise ProfileError(f"'{source}' is empty, not a profile")
     if _is_json(data, source):
         return _decode_json(data, source)
-    try:
-        return unpackb(data)
-    except TruncatedError as err:
-        raise ProfileError(f"'{source}' is truncated: {err}") from err
-    except MsgpackError as err:
-        raise ProfileError(f"'{source}' is not a profile (neither hatchet JSON nor hatchet MessagePack: {err})") from err
+    return _decode_msgpack(data, source)
 
 
 def _decode_json(data: bytes, source: str):
@@ -98,6 +89,65 @@ def _decode_json(data: bytes, source: str):
         if at_end:
             raise ProfileError(f"'{source}' is truncated: the JSON ends at byte {len(data)}, inside the tree") from err
         raise ProfileError(f"'{source}' is not a profile (invalid JSON at line {err.lineno}, column {err.colno}: {err.msg})") from err
+
+
+def _unpacker(data: bytes) -> msgpack.Unpacker:
+    # An Unpacker, not unpackb: it tells a file cut short (OutOfData) from other errors.
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1))
+    unpacker.feed(data)
+    return unpacker
+
+
+def _decode_msgpack(data: bytes, source: str):
+    unpacker = _unpacker(data)
+    try:
+        document = unpacker.unpack()
+    except msgpack.OutOfData as err:
+        raise ProfileError(_truncated_msgpack(data, source)) from err
+    except msgpack.StackError:
+        return _decode_deep_msgpack(data, source)
+    except (ValueError, TypeError) as err:  # a bad tag or UTF-8; a map key that is a list
+        raise ProfileError(f"'{source}' is not a profile (neither hatchet JSON nor hatchet MessagePack: {err})") from err
+    _check_the_end(unpacker, data, source)
+    return document
+
+
+def _check_the_end(unpacker: msgpack.Unpacker, data: bytes, source: str) -> None:
+    extra = len(data) - unpacker.tell()
+    if extra:
+        raise ProfileError(f"'{source}' is not a profile: {extra} bytes follow the MessagePack data")
+
+
+def _decode_deep_msgpack(data: bytes, source: str) -> list:
+    """A hatchet document nested deeper than msgpack's C decoder goes (about 500 tree levels: it
+    keeps 1024 open containers), read node by node: only the "children" arrays nest in Python."""
+    unpacker = _unpacker(data)
+
+    def node() -> dict:
+        fields = {}
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key == "children":
+                fields[key] = [node() for _ in range(unpacker.read_array_header())]  # noqa: F821 (deleted after)
+            else:
+                fields[key] = unpacker.unpack()
+        return fields
+
+    with _tree_errors(source):
+        try:
+            document = [node() for _ in range(unpacker.read_array_header())]
+        except msgpack.OutOfData as err:
+            raise ProfileError(_truncated_msgpack(data, source)) from err
+        except (ValueError, TypeError) as err:  # deep nesting that is not a tree: StackError again
+            raise ProfileError(f"'{source}' nests its tree too deeply to read") from err
+        finally:
+            del node  # node reaches itself through its closure: a cycle holding the unpacker's copy of the file
+    _check_the_end(unpacker, data, source)
+    return document
+
+
+def _truncated_msgpack(data: bytes, source: str) -> str:
+    return f"'{source}' is truncated: the MessagePack data ends at byte {len(data)}, inside the tree"
 
 
 def from_document(document, source: str = "<document>") -> Tree:

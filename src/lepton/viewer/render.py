@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .demangle import demangle, shorten
+from .demangle import demangle
 from .derive import Column
 from .diff import ONLY_LEFT, ONLY_RIGHT
 from .filters import format_name
 from .fixed import format_rows
-from .tree import Tree
+from .flat_tree import Tree
+from .shorten import shorten
 
 BRANCH, PIPE, LAST, SPACE = "├─ ", "│  ", "└─ ", "   "
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .tree import MISSING_FRAME_TYPE, NO_PARENT
+from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT
 
 METADATA_SCOPE_NAME = "__proton_launch_metadata"
 METADATA_PREFIX = METADATA_SCOPE_NAME + ":"

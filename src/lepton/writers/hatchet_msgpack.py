@@ -7,6 +7,8 @@ no children are left out; the device map is always present.
 """
 from __future__ import annotations
 
+import msgpack
+
 from ..model.profile import Profile
 from ..model.tree import Node, build_tree
 from .hatchet import device_block, root_zeros
@@ -27,10 +29,8 @@ def _node(node: Node) -> dict | None:
 
 
 def render(profile: Profile) -> bytes:
-    from ..msgpack import packb  # the codec lives beside the viewer, which reads this format
-
     root = build_tree(profile.paths, profile.data)
     children = [c for c in (_node(root.children[n]) for n in sorted(root.children)) if c is not None]
     root_literal = {"frame": {"name": root.name, "type": "function"},
                     "metrics": root_zeros(profile, root), "children": children}
-    return packb([root_literal, device_block(profile, root)])
+    return msgpack.packb([root_literal, device_block(profile, root)])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
 
 import numpy as np
 
@@ -20,8 +19,8 @@ MISSING_FRAME_TYPE = "None"
 @dataclass(frozen=True)
 class Codes:
     """A column of strings as its distinct values and, per node, the position of its value among
-    them. A profile repeats a few names over many nodes: work per name (demangling, sorting,
-    sending to another process) is then done once per distinct name."""
+    them. A profile repeats a few names over many nodes: work per name (demangling, sorting) is
+    then done once per distinct name."""
 
     distinct: list[str]
     positions: np.ndarray  # int64, one per node
@@ -45,15 +44,6 @@ class Codes:
         table = np.empty(len(per_distinct), dtype=object)
         table[:] = per_distinct
         return table[self.positions]
-
-    @staticmethod
-    def joined(parts: list[Codes]) -> Codes:
-        """The codes of these columns put end to end."""
-        distinct = list(dict.fromkeys(chain.from_iterable(part.distinct for part in parts)))
-        position = dict(zip(distinct, range(len(distinct))))
-        renumbered = [np.fromiter(map(position.__getitem__, part.distinct), dtype=np.int64,
-                                  count=len(part.distinct))[part.positions] for part in parts]
-        return Codes(distinct, np.concatenate(renumbered) if renumbered else np.zeros(0, dtype=np.int64))
 
 
 @dataclass

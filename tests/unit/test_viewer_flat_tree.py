@@ -1,8 +1,8 @@
-"""viewer.tree.Codes: a column of strings as its distinct values and one int per node."""
+"""viewer.flat_tree.Codes: a column of strings as its distinct values and one int per node."""
 from __future__ import annotations
 
+from lepton.viewer.flat_tree import Codes
 from lepton.viewer.load import from_document
-from lepton.viewer.tree import Codes
 
 
 def test_codes_keep_first_use_order_and_give_the_values_back():
@@ -18,14 +18,6 @@ def test_a_column_of_one_value_and_an_empty_column():
     assert Codes.of(["function"] * 4).distinct == ["function"]
     assert Codes.of(["function"] * 4).positions.tolist() == [0, 0, 0, 0]
     assert Codes.of([]).values() == []
-
-
-def test_joined_codes_are_the_codes_of_the_joined_columns():
-    parts = [["x", "y"], ["y", "z", "x"], [], ["w"]]
-    joined = Codes.joined([Codes.of(part) for part in parts])
-    assert joined.values() == ["x", "y", "y", "z", "x", "w"]
-    assert joined.distinct == ["x", "y", "z", "w"]
-    assert Codes.joined([]).values() == []
 
 
 def test_a_tree_codes_its_names_and_frame_types():
