@@ -24,3 +24,9 @@ class MetricTypeError(LeptonError, ValueError):
 
 class BackendError(LeptonError, RuntimeError):
     """The vendor library refused: another profiler holds CUPTI, a driver call failed."""
+
+
+def shown(name: str) -> str:
+    """`name` as an error message shows it: as it is, or as a Python literal where it holds
+    characters that would break the one line (newlines, escape codes)."""
+    return name if isinstance(name, str) and name.isprintable() else repr(name)

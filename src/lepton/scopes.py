@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from .errors import UsageError
+from .errors import UsageError, shown
 from .hot_path import HOT_PATH, scope
 from .model.metrics import CPU_TIME_METRIC
 
@@ -72,8 +72,8 @@ def exit_scope(name: str | None = None, *, metrics: dict | None = None) -> int |
         raise UsageError(f"exit_scope({name!r}) without a matching enter_scope on this thread")
     sid, open_name, sc = stack[-1]
     if name is not None and name != open_name:
-        raise UsageError(f"Scope name mismatch: {name} != {open_name} (the innermost scope open on this "
-                         f"thread is {open_name!r}: exit it first; nothing was closed)")
+        raise UsageError(f"Scope name mismatch: {shown(name)} != {shown(open_name)} (the innermost scope "
+                         f"open on this thread is {open_name!r}: exit it first; nothing was closed)")
     if metrics and sc._pid >= 0 and _hp.live:
         _hp.add_metrics(sc._pid, metrics)  # raises, with the scope still open, if they cannot be added
         if sc._t0:

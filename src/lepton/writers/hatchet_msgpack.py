@@ -4,6 +4,11 @@ Differences from the JSON file, as Proton's `HatchetMsgPack.cpp` writes it: a no
 `{frame, metrics, children}` in that order; kernel metrics come first in the order `time (ns)`,
 `count`, `device_id`, `device_type`, user metrics follow sorted by name; leaves with no metrics and
 no children are left out; the device map is always present.
+
+The tree is packed node by node (map and array headers, then each node's small parts), never as
+one nested object, so that its depth is bounded by memory only (msgpack's packer stops at 512
+levels). An integer metric beyond MessagePack's 64 bits (below -2**63 or from 2**64 on) is written
+as a float64, the nearest value the format holds.
 """
 from __future__ import annotations
 
@@ -13,24 +18,62 @@ from ..model.profile import Profile
 from ..model.tree import Node, build_tree
 from .hatchet import device_block, root_zeros
 
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64
 
-def _node(node: Node) -> dict | None:
+
+def _fits(value):
+    """`value` as MessagePack can hold it: ints beyond 64 bits become floats."""
+    if type(value) is int and not _INT_MIN <= value < _INT_END:
+        return float(value)
+    if type(value) is list:
+        return [_fits(v) for v in value]
+    return value
+
+
+def _metrics(node: Node) -> dict:
     metrics = {}
     if node.kernel is not None:
         k = node.kernel
         metrics = {"time (ns)": k.time_ns, "count": k.count, "device_id": str(k.device_id),
                    "device_type": k.device_type}
     for name in sorted(node.metrics):
-        metrics[name] = node.metrics[name]
-    children = [c for c in (_node(node.children[n]) for n in sorted(node.children)) if c is not None]
-    if not metrics and not children:
-        return None
-    return {"frame": {"name": node.name, "type": "function"}, "metrics": metrics, "children": children}
+        metrics[name] = _fits(node.metrics[name])
+    return metrics
+
+
+def _kept_children(root: Node) -> dict[int, list[Node]]:
+    """id(node) -> its children that are written, in name order, for every node written: a node
+    is written when it has metrics or a written child."""
+    order, stack = [], [root]
+    while stack:  # parents before children; reversed below, children before parents
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children.values())
+    kept: dict[int, list[Node]] = {}
+    for node in reversed(order):
+        children = [c for name, c in sorted(node.children.items()) if id(c) in kept]
+        if children or node.metrics or node.kernel is not None or node is root:
+            kept[id(node)] = children
+    return kept
 
 
 def render(profile: Profile) -> bytes:
     root = build_tree(profile.paths, profile.data)
-    children = [c for c in (_node(root.children[n]) for n in sorted(root.children)) if c is not None]
-    root_literal = {"frame": {"name": root.name, "type": "function"},
-                    "metrics": root_zeros(profile, root), "children": children}
-    return msgpack.packb([root_literal, device_block(profile, root)])
+    kept = _kept_children(root)
+    packer = msgpack.Packer()
+    out = [packer.pack_array_header(2)]
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        metrics = root_zeros(profile, root) if node is root else _metrics(node)
+        children = kept[id(node)]
+        out.append(packer.pack_map_header(3))
+        out.append(packer.pack("frame"))
+        out.append(packer.pack({"name": node.name, "type": "function"}))
+        out.append(packer.pack("metrics"))
+        out.append(packer.pack({name: _fits(value) for name, value in metrics.items()}))
+        out.append(packer.pack("children"))
+        out.append(packer.pack_array_header(len(children)))
+        stack.extend(reversed(children))
+    out.append(packer.pack(device_block(profile, root)))
+    return b"".join(out)
