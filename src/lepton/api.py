@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 
 from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
 from .collect.backend import backend_factory
@@ -20,6 +21,15 @@ _DISABLE_ENV = ("LEPTON_DISABLE", "TRITON_PROTON_DISABLE")
 
 def _env_true(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "on", "yes")
+
+
+def _disabled() -> bool:
+    """`LEPTON_DISABLE` / `TRITON_PROTON_DISABLE`, or Triton's knob `triton.knobs.proton.disable`
+    where Triton is imported."""
+    if any(_env_true(v) for v in _DISABLE_ENV):
+        return True
+    knobs = getattr(sys.modules.get("triton"), "knobs", None)
+    return bool(getattr(getattr(knobs, "proton", None), "disable", False))
 
 
 def _load_backend_module(name: str) -> None:
@@ -67,7 +77,7 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
     CLI it joins the CLI's session. With `LEPTON_DISABLE=1` (or `TRITON_PROTON_DISABLE=1`) it does
     nothing and returns None.
     """
-    if any(_env_true(v) for v in _DISABLE_ENV):
+    if _disabled():
         return None
     pinned = REGISTRY.pinned_session()
     if pinned is not None:

@@ -134,7 +134,7 @@ def test_a_metric_first_float_then_int_is_an_error():
     with proton.scope("test0", {"a": 1.0}):
         pass
     with pytest.raises(ValueError, match=r"Metric value type mismatch for valueId 0 \(a\): "
-                                         r"current=double, new=int64_t"), proton.scope("test0", {"a": 1}):
+                                         r"current=double, new=uint64_t"), proton.scope("test0", {"a": 1}):
         pass
     proton.finalize()
 

@@ -70,7 +70,7 @@ def test_kernels_launched_inside_launch_metadata_stay_out_of_the_users_tree(knob
     s = root["children"][0]
     assert names(s) == ["__proton_launch_metadata", "owner"]
     helper = s["children"][0]
-    assert names(helper) == ["owner_kernel"] and names(helper["children"][0]) == ["helper_copy"]
+    assert names(helper) == ["helper_copy"]  # its parent is the metadata node, as in Proton
 
 
 def test_include_and_exclude_filters_skip_metadata_evaluation(knobs, fake):
@@ -264,10 +264,8 @@ def test_repeated_launches_keep_launch_metadata_work_out_of_the_users_tree(knobs
     assert sorted(by_name) == ["__proton_launch_metadata", "inside_meta", "owner"]
     assert by_name["owner"]["metrics"]["count"] == 4 and by_name["owner"]["metrics"]["bytes"] == 32
 
-    def state_kernel(node, kernel):  # node -> the metadata state -> owner_kernel -> kernel
-        (state,) = node["children"]
-        assert state["frame"]["name"] == "owner_kernel"
-        (k,) = state["children"]
+    def state_kernel(node, kernel):  # the metadata state's node -> kernel
+        (k,) = node["children"]
         assert k["frame"]["name"] == kernel
         return k["metrics"]["count"]
 

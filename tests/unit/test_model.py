@@ -55,8 +55,14 @@ def test_metric_merging_rules():
     assert merge_metric("a", MetricKind.INCLUSIVE, 1.0, 2.0) == 3.0
     assert merge_metric("a", MetricKind.PROPERTY, 1.0, 2.0) == 2.0
     assert merge_metric("v", MetricKind.INCLUSIVE, [1, 2], [3, 4]) == [4, 6]
-    with pytest.raises(MetricTypeError, match="current=double, new=int64_t"):
+    # Proton's names: a Python int is a uint64_t unless negative
+    with pytest.raises(MetricTypeError, match="current=double, new=uint64_t"):
         merge_metric("a", MetricKind.INCLUSIVE, 1.0, 2)
+    with pytest.raises(MetricTypeError, match="current=double, new=int64_t"):
+        merge_metric("a", MetricKind.INCLUSIVE, 1.0, -2)
+    assert merge_metric("s", MetricKind.EXCLUSIVE, "1", "2") == "2"  # strings are overwritten
+    with pytest.raises(MetricTypeError, match="current=std::string, new=double"):
+        merge_metric("s", MetricKind.PROPERTY, "1", 2.0)
     with pytest.raises(MetricTypeError, match="current=std::vector<int64_t>, new=std::vector<double>"):
         merge_metric("v", MetricKind.INCLUSIVE, [1], [1.0])
 

@@ -16,7 +16,9 @@ GPU work that `launch_metadata` itself launches runs under the state
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from contextvars import ContextVar
 from collections.abc import Callable
 from numbers import Number
 
@@ -29,6 +31,13 @@ from .hook import Hook
 from .triton_knobs import install, mark_triton_stacks, uninstall
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
+# A new id for each hooked launch, readable in the launching context afterwards (Proton's `id`).
+id = ContextVar("id", default=None)  # noqa: A001  (Proton's name)
+_set_launch_id = id.set
+_launch_ids = itertools.count()
+# The state GPU work launched by `launch_metadata` runs under, as Proton's: its kernels sit under a
+# `__proton_launch_metadata` node below the launch's scope, which the viewers hide.
+_METADATA_STATE = (COMPUTE_METADATA_SCOPE_NAME,)
 _PARSED_MAX = 4096  # launch metadata results remembered (distinct shapes)
 
 
@@ -101,7 +110,6 @@ class LaunchHook(Hook):
     def __new__(cls):
         if cls._instance is None:
             cls._instance = super().__new__(cls)
-            cls._instance._metadata_states = {}  # raw kernel name -> its metadata state
             cls._instance._parsed = {}  # (raw name, metadata items, types) -> (name, metrics, plain)
             cls._instance.configure()
         return cls._instance
@@ -154,6 +162,7 @@ class LaunchHook(Hook):
         raw_name = metadata.data.get("name")
         if self._filtering and not self._wanted(raw_name):
             return
+        _set_launch_id(next(_launch_ids))
         fast = hp.fast and t.state is None and not self._filtering
         top = t.stack[-1]
         kernel = hp.hooked_kernels.get((top, raw_name)) if fast else None
@@ -199,9 +208,7 @@ class LaunchHook(Hook):
     def _enter_slowly(self, hp, t, metadata, raw_name, fast: bool, alone: bool) -> None:
         """A launch of a kernel not launched under this scope since the last registry change,
         or under a state or filters."""
-        state = self._metadata_states.get(raw_name)
-        if state is None:
-            state = self._metadata_states[raw_name] = (COMPUTE_METADATA_SCOPE_NAME, str(raw_name))
+        state = _METADATA_STATE
         previous = hp.enter_metadata_state(t, state)
         kernel = None
         if fast:

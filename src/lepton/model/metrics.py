@@ -4,8 +4,9 @@ Semantics are fields here (`MetricKind`), never suffixes: the `(exc)` / `(pty)` 
 are parsed once by `parse_metric_name` and exist again only in the hatchet writer.
 
 Rules (Proton, `Data/Metric.h`): numbers are summed when a node receives a metric again, vectors are
-summed element-wise (lengths must match), property metrics are overwritten. A node keeps the type a
-metric first had; another type is an error with Proton's message.
+summed element-wise (lengths must match), property metrics are overwritten. Property and exclusive
+metrics may also be strings, which are overwritten too. A node keeps the type a metric first had;
+another type is an error with Proton's message.
 """
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ ROOFLINE_FLOAT_KEYS = frozenset({"flops", "flops8", "flops16", "flops32", "flops
 ROOFLINE_INT_KEYS = frozenset({"bytes"})
 CPU_TIME_METRIC = "cpu_time (ns)"
 
-# C++ type names in Proton's error messages.
-_TYPE_NAMES = {int: "int64_t", float: "double", (list, int): "std::vector<int64_t>",
+# C++ type names in Proton's error messages (a Python int is a uint64_t there unless negative).
+_TYPE_NAMES = {int: "uint64_t", float: "double", str: "std::string", (list, int): "std::vector<int64_t>",
                (list, float): "std::vector<double>"}
 
 
@@ -83,19 +84,23 @@ def to_python_value(value):
     return value
 
 
-def coerce_metric_value(name: str, value):
-    """Applies Proton's roofline coercions (`flops*` -> float, `bytes` -> int) and checks the type."""
+def coerce_metric_value(name: str, value, kind: MetricKind = MetricKind.INCLUSIVE):
+    """Applies Proton's roofline coercions (`flops*` -> float, `bytes` -> int) and checks the type:
+    numbers, vectors of numbers, and strings for property and exclusive metrics."""
     t = type(value)
     if t is float or t is int:  # the common case, first (it runs on every hooked launch)
         if name in ROOFLINE_FLOAT_KEYS:
             return float(value)
         return int(value) if name in ROOFLINE_INT_KEYS else value
+    if t is str and kind is not MetricKind.INCLUSIVE:
+        return value
     value = to_python_value(value)
     if isinstance(value, bool):
         value = int(value)
     if not _is_number_or_vector(value):
+        strings = "" if kind is not MetricKind.INCLUSIVE else " (strings only for '(pty)' and '(exc)' metrics)"
         raise TypeError(f"Metric {name!r} has unsupported type {type(value).__name__} ({value!r}): "
-                        "use int, float, a list of them, or a tensor")
+                        f"use int, float, a list of them, or a tensor{strings}")
     if name in ROOFLINE_FLOAT_KEYS:
         value = [float(v) for v in value] if isinstance(value, list) else float(value)
     elif name in ROOFLINE_INT_KEYS:
@@ -119,13 +124,16 @@ def check_metrics(metrics: dict) -> None:
     for raw, value in metrics.items():
         if not isinstance(raw, (str, MetricSpec)):
             raise TypeError(f"A metric name must be a string, not {type(raw).__name__} ({raw!r})")
-        coerce_metric_value(parse_metric_name(raw).name, value)
+        spec = parse_metric_name(raw)
+        coerce_metric_value(spec.name, value, spec.kind)
 
 
 def type_name(value) -> str:
     if isinstance(value, list):
         elem = int if value and isinstance(value[0], int) else float
         return _TYPE_NAMES[(list, elem)]
+    if type(value) is int and value < 0:
+        return "int64_t"
     return _TYPE_NAMES[type(value)]
 
 
@@ -134,7 +142,8 @@ def merge_metric(name: str, kind: MetricKind, current, new):
     if current is None:
         return list(new) if isinstance(new, list) else new
     if type(current) is type(new) and type(new) is not list:  # the common case: two equal scalars
-        return new if kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY else current + new
+        overwrites = kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY or type(new) is str
+        return new if overwrites else current + new
     cur_t, new_t = type_name(current), type_name(new)
     if cur_t != new_t:
         raise MetricTypeError(

@@ -46,7 +46,7 @@ class TreeData:
         node = self.metrics.setdefault(pid, {})
         for raw, value in metrics.items():
             spec = parse_metric_name(raw)
-            value = coerce_metric_value(spec.name, value)
+            value = coerce_metric_value(spec.name, value, spec.kind)
             known = self.specs.get(spec.name)
             if known is None or (known.kind is not spec.kind and known.kind is MetricKind.INCLUSIVE):
                 self.specs[spec.name] = known = spec
