@@ -24,3 +24,8 @@ class MetricTypeError(LeptonError, ValueError):
 
 class BackendError(LeptonError, RuntimeError):
     """The vendor library refused: another profiler holds CUPTI, a driver call failed."""
+
+
+class WriteError(LeptonError, OSError):
+    """No profile file could be written: the requested path, the current folder and the temporary
+    folder all failed. The message names each path tried and why it failed."""

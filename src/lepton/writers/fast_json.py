@@ -24,9 +24,16 @@ def _float(f: float) -> str:
 
 
 def dumps(obj) -> str:
+    return "".join(parts(obj))
+
+
+def parts(obj) -> list[str]:
+    """The text of `dumps(obj)` in pieces, for a caller that joins it with more text: a deep
+    profile's text is large (900 MB at 5,000 levels, indentation quadratic in depth), so each copy
+    of it counts."""
     t = type(obj)
     if not ((t is dict or t is list or t is tuple) and obj):
-        return _scalar(obj, t)
+        return [_scalar(obj, t)]
     out: list[str] = []
     emit = out.append
     # The open containers, innermost last, each a `_contents` generator. An explicit stack, not
@@ -40,7 +47,7 @@ def dumps(obj) -> str:
             stack.pop()
         else:
             stack.append(_contents(child, len(stack), emit))
-    return "".join(out)
+    return out
 
 
 def _contents(o, level: int, emit):

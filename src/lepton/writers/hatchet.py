@@ -111,4 +111,9 @@ def to_literal(profile: Profile) -> list:
 
 
 def render(profile: Profile) -> bytes:
-    return ("\n" + fast_json.dumps(to_literal(profile)) + "\n").encode()
+    pieces = fast_json.parts(to_literal(profile))
+    pieces.insert(0, "\n")
+    pieces.append("\n")
+    text = "".join(pieces)
+    del pieces  # at most two copies of the text alive at once (900 MB each at 5,000 levels)
+    return text.encode()
