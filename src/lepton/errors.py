@@ -26,6 +26,11 @@ class BackendError(LeptonError, RuntimeError):
     """The vendor library refused: another profiler holds CUPTI, a driver call failed."""
 
 
+class WriteError(LeptonError, OSError):
+    """No profile file could be written: the requested path, the current folder and the temporary
+    folder all failed. The message names each path tried and why it failed."""
+
+
 def shown(name: str) -> str:
     """`name` as an error message shows it: as it is, or as a Python literal where it holds
     characters that would break the one line (newlines, escape codes)."""

@@ -44,3 +44,25 @@ def test_random_trees():
     for _ in range(20):
         tree = [node(0), {"CUDA": {"0": {"arch": "90", "num_sms": 132}}}]
         assert dumps(tree) == reference(tree)
+
+
+def test_nesting_far_past_the_recursion_limit():
+    """1,000 levels of `{"c": [...]}` (2,000 containers, twice Python's recursion limit): the text
+    json.dumps would write, built level by level here because json.dumps itself recurses. (Indent 4
+    makes the text quadratic in depth: 16 MB here, 400 MB at 5,000 levels.)"""
+    depth = 1_000
+    obj: object = 1
+    for _ in range(depth):
+        obj = {"c": [obj]}
+    pad = [" " * (4 * i) for i in range(2 * depth + 1)]
+    opening = "".join(f"{{\n{pad[2 * i + 1]}\"c\": [\n{pad[2 * i + 2]}" for i in range(depth))
+    closing = "".join(f"\n{pad[2 * i + 1]}]\n{pad[2 * i]}}}" for i in reversed(range(depth)))
+    assert dumps(obj) == opening + "1" + closing
+
+
+def test_small_nestings_equal_json_dumps():
+    """Each path through the writer: flat dicts written in one call, dicts that hold containers,
+    lists of dicts, empty containers at every position."""
+    for obj in [{"a": {"b": {"c": []}}}, {"a": [{}], "b": {"x": [], "y": {}}}, [[{"k": [1.5, None]}], []],
+                ({"t": (1, 2)},), {"m": {"v": [1, 2], "s": "x"}}, [{"a": 1}, {"b": {"c": 2}}]]:
+        assert dumps(obj) == reference(obj), obj

@@ -101,3 +101,57 @@ def test_built_tree_holds_every_ancestor_and_checks_itself():
     root.self_check()
     assert root.children["a"].children["b"].children["k"].kernel.time_ns == 5
     assert root.total_kernel_time_ns() == 5
+
+
+DEEP = 5_000  # ten times Python's recursion limit of frames per level of the old recursive walks
+
+
+def test_a_tree_thousands_deep_builds_walks_and_checks_itself():
+    """
+    ROOT - d0 - d1 - ... - d4999 (kernel, 7 ns)   and a kernel k (3 ns) beside d0
+    """
+    paths = PathTable()
+    leaf = paths.extend(ROOT, [f"d{i}" for i in range(DEEP)])
+    side = paths.child(ROOT, "k")
+    data = TreeData()
+    data.add_kernels([leaf, side], [7, 3], [1, 1], [0, 0], "CUDA")
+    root = build_tree(paths, data)
+    root.self_check()
+    assert [n.name for n in root.walk()] == ["ROOT", *[f"d{i}" for i in range(DEEP)], "k"]
+    assert root.total_kernel_time_ns() == 10
+    assert root.children["d0"].total_kernel_time_ns() == 7
+
+
+def test_walk_visits_parents_before_children_in_insertion_order():
+    """
+    ROOT
+      a
+        a1
+        a2
+      b
+    """
+    paths = PathTable()
+    data = TreeData()
+    for names in (["a", "a1"], ["a", "a2"], ["b"]):
+        data.scopes.add(paths.extend(ROOT, names))
+    assert [n.name for n in build_tree(paths, data).walk()] == ["ROOT", "a", "a1", "a2", "b"]
+
+
+def test_self_check_catches_a_broken_tree():
+    """One node under two parents (its kernel time counted twice by the walk), and a child filed
+    under another name, both fail the check."""
+    paths = PathTable()
+    k = paths.extend(ROOT, ["a", "k"])
+    data = TreeData()
+    data.scopes.add(paths.child(ROOT, "b"))
+    data.add_kernels([k], [5], [1], [0], "CUDA")
+    root = build_tree(paths, data)
+    root.self_check()
+    root.children["b"].children["k"] = root.children["a"].children["k"]
+    with pytest.raises(AssertionError, match="two paths"):
+        root.self_check()
+    del root.children["b"].children["k"]
+    root.self_check()
+    root.children["a"].children["renamed"] = root.children["a"].children.pop("k")
+    with pytest.raises(AssertionError):
+        root.self_check()

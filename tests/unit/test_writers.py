@@ -101,3 +101,50 @@ def test_output_names():
     assert output_path("x.hatchet", "hatchet") == "x.hatchet"
     assert output_path("p", "hatchet", ".part_2") == "p.part_2.hatchet"
     assert write(tree_profile(), "named", "hatchet").endswith("named.hatchet")
+
+
+def _strict(text):
+    """json.loads that rejects NaN, Infinity and -Infinity, as orjson, browsers and Perfetto do."""
+    def reject(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_nan_and_infinite_metrics_are_written_as_null():
+    paths = PathTable()
+    s = paths.child(ROOT, "s")
+    data = TreeData()
+    data.scopes.add(s)
+    data.add_metrics(s, {"flops": float("nan"), "ratio (pty)": float("inf"), "v": [1.5, float("-inf")],
+                         "n (exc)": 3})
+    data.add_metrics(ROOT, {"top": float("-inf")})
+    profile = Profile(paths, data)
+    tree, _ = _strict(hatchet.render(profile))
+    assert tree["children"][0]["metrics"] == {"flops": None, "ratio": None, "v": [1.5, None], "n": 3}
+    assert tree["metrics"]["top"] is None
+    literal_tree, _ = hatchet.to_literal(profile)  # what proton.data.get returns: json.loads' view
+    assert literal_tree["children"][0]["metrics"] == {"flops": None, "ratio": None, "v": [1.5, None], "n": 3}
+    assert data.metrics[s]["v"] == [1.5, float("-inf")]  # the model keeps the values
+
+
+def test_nan_and_infinite_metrics_in_a_trace_are_strict_json():
+    paths = PathTable()
+    step = paths.child(ROOT, "step")
+    data = TraceData()
+    data.scopes.append(ScopeEvent(step, 1000, 2000, 0, 1, {"flops": float("nan"), "v": [float("inf"), 1.0]}))
+    (event,) = [e for e in _strict(chrome_trace.render(Profile(paths, data)))["traceEvents"] if e["ph"] == "X"]
+    assert event["args"]["metrics"] == {"flops": "nan", "v": "[inf,1.000000]"}
+
+
+def test_a_tree_thousands_deep_renders():
+    paths = PathTable()
+    leaf = paths.extend(ROOT, [f"d{i}" for i in range(3_000)])
+    data = TreeData()
+    data.add_kernels([leaf], [5], [1], [0], "CUDA")
+    tree, _ = hatchet.to_literal(Profile(paths, data))
+    depth = 0
+    while tree["children"]:
+        (tree,) = tree["children"]
+        depth += 1
+    assert depth == 3_000 and tree["metrics"]["time (ns)"] == 5

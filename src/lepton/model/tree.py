@@ -96,22 +96,41 @@ class Node:
     metrics: dict[str, object] = field(default_factory=dict)
 
     def walk(self):
-        yield self
-        for c in self.children.values():
-            yield from c.walk()
+        """This node and every descendant, parents before children, children in insertion order.
+        Iterative (an explicit stack), so depth is bounded by memory, not by the recursion limit."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            if node.children:
+                stack.extend(reversed(node.children.values()))
 
     def total_kernel_time_ns(self) -> int:
         return sum(n.kernel.time_ns for n in self.walk() if n.kernel is not None)
 
     def self_check(self) -> None:
-        """Asserts the invariants every built tree has: unique child names, no kernel on ROOT,
-        and inclusive kernel time = own + children."""
-        for name, child in self.children.items():
-            assert child.name == name, (child.name, name)
-            child.self_check()
-        own = self.kernel.time_ns if self.kernel else 0
-        assert self.total_kernel_time_ns() == own + sum(c.total_kernel_time_ns()
-                                                        for c in self.children.values())
+        """Asserts the invariants every built tree has: unique child names, and at every node,
+        inclusive kernel time (`total_kernel_time_ns`) = own + children's inclusive times.
+
+        Linear, where calling `total_kernel_time_ns` at every node would be quadratic in depth: in
+        `walk()` order a node's subtree is the run of nodes that follows it, so its inclusive time is
+        a difference of prefix sums over that order."""
+        order = list(self.walk())
+        index = {id(n): i for i, n in enumerate(order)}
+        assert len(index) == len(order), "a node is reachable along two paths"
+        prefix = [0]
+        for n in order:
+            prefix.append(prefix[-1] + (n.kernel.time_ns if n.kernel else 0))
+        end = [0] * len(order)  # one past the last node of each subtree, in walk order
+        for i in range(len(order) - 1, -1, -1):
+            node = order[i]
+            children = [index[id(c)] for c in node.children.values()]
+            end[i] = end[children[-1]] if children else i + 1
+            for name, child in node.children.items():
+                assert child.name == name, (child.name, name)
+            inclusive = prefix[end[i]] - prefix[i]
+            own = node.kernel.time_ns if node.kernel else 0
+            assert inclusive == own + sum(prefix[end[c]] - prefix[c] for c in children), node.name
 
 
 def build_tree(paths: PathTable, data: TreeData) -> Node:
@@ -120,13 +139,22 @@ def build_tree(paths: PathTable, data: TreeData) -> Node:
     nodes = {ROOT: root}
 
     def node_of(pid: int) -> Node:
+        """The node of `pid`, created with every missing ancestor (a loop, not recursion: scopes
+        nest thousands deep)."""
         n = nodes.get(pid)
-        if n is None:
-            parent = node_of(paths.parent[pid])
-            n = parent.children.get(paths.name[pid])
-            if n is None:
-                n = parent.children[paths.name[pid]] = Node(paths.name[pid], pid)
-            nodes[pid] = n
+        if n is not None:
+            return n
+        missing = []
+        while n is None:
+            missing.append(pid)
+            pid = paths.parent[pid]
+            n = nodes.get(pid)
+        for pid in reversed(missing):
+            name = paths.name[pid]
+            child = n.children.get(name)
+            if child is None:
+                child = n.children[name] = Node(name, pid)
+            nodes[pid] = n = child
         return n
 
     for pid in data.scopes:

@@ -1,11 +1,17 @@
 """Model -> file. One module per format, each with `render(profile) -> bytes`; this module picks the
-format and writes atomically, so that no reader ever sees half a profile."""
+format and writes, so that no reader ever sees half a profile and no profile is lost to a bad path.
+
+A profile goes to the path asked for; if that fails (a folder that cannot be created or written, a
+full disk), to the same file name in the current folder, then in the temporary folder, with one line
+on stderr saying where it went and why. Only when every place fails is `WriteError` raised.
+"""
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
 
+from ..errors import WriteError
 from ..model.profile import Profile
 from . import chrome_trace, hatchet, hatchet_msgpack
 
@@ -17,19 +23,103 @@ RENDERERS = {
 
 
 def write_atomic(path: str, payload: bytes) -> None:
-    """Writes `payload` to `path` through a temporary file in the same folder and a rename."""
+    """Writes `payload` to `path` atomically and durably: a temporary file in the same folder,
+    fsync'd, given the mode the umask gives new files (0644 under umask 022), renamed over `path`,
+    then the folder fsync'd. On any failure the temporary file is removed and the error raised."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".lepton-", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=".lepton-", suffix=".tmp", dir=folder)  # mode 0600
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+        try:
+            _write_all(fd, payload)
+            os.fchmod(fd, 0o666 & ~_umask())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
-    except BaseException:  # noqa: BLE001  (removes the temporary file, then re-raises)
+    except BaseException:
         try:
             os.unlink(tmp)
-        finally:
-            raise
+        except OSError:
+            pass  # the error that matters is the one being raised
+        raise
+    _fsync_folder(folder)
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]  # Linux writes at most 2 GiB a call
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (changing it, even for
+    an instant, would affect files other threads create meanwhile)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_folder(folder: str) -> None:
+    """Makes the rename durable. Not every system can open or fsync a folder: best effort."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_with_fallback(path: str, payload: bytes) -> str:
+    """Writes `payload` to `path`, else to its file name in the current folder, else in the
+    temporary folder; returns the path written. A fallback prints one line on stderr saying where
+    the profile went and why `path` failed; `WriteError` names every path tried when all fail."""
+    try:
+        write_atomic(path, payload)
+        return path
+    except OSError as e:
+        failures = [(path, e)]
+    tried = {os.path.abspath(path)}
+    for folder in _fallback_folders():
+        candidate = os.path.join(folder, os.path.basename(path))
+        if candidate in tried:
+            continue
+        tried.add(candidate)
+        try:
+            write_atomic(candidate, payload)
+        except OSError as e:
+            failures.append((candidate, e))
+            continue
+        print(f"lepton: could not write {path} ({_reason(failures[0][1])}); profile written to {candidate}",
+              file=sys.stderr)
+        return candidate
+    error = WriteError("could not write the profile anywhere: "
+                       + "; ".join(f"{p} ({_reason(e)})" for p, e in failures))
+    error.errno = failures[0][1].errno
+    raise error from failures[0][1]
+
+
+def _fallback_folders():
+    try:
+        yield os.getcwd()
+    except OSError:  # the current folder was removed
+        pass
+    yield tempfile.gettempdir()
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
 
 
 def output_path(name: str, fmt: str, phase_suffix: str = "") -> str:
@@ -40,7 +130,8 @@ def output_path(name: str, fmt: str, phase_suffix: str = "") -> str:
 
 
 def write(profile: Profile, name: str, fmt: str, phase_suffix: str = "") -> str:
-    """Renders and writes `profile`; returns the file written ("-" or "" writes to stdout)."""
+    """Renders and writes `profile`; returns the file written, which is not the one asked for after
+    a fallback (see `write_with_fallback`). "-" or "" writes to stdout and returns "-"."""
     payload = RENDERERS[fmt](profile)
     if name in ("", "-"):
         out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
@@ -50,6 +141,4 @@ def write(profile: Profile, name: str, fmt: str, phase_suffix: str = "") -> str:
             out.write(payload)
             out.flush()
         return "-"
-    path = output_path(name, fmt, phase_suffix)
-    write_atomic(path, payload)
-    return path
+    return write_with_fallback(output_path(name, fmt, phase_suffix), payload)

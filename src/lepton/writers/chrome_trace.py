@@ -9,6 +9,11 @@ A kernel is linked to the scope instance that launched it (same call path, launc
 scope) by a flow: the scope carries `"bind_id": n, "flow_out": true` and each of its kernels
 `"bind_id": n, "flow_in": true` (Perfetto's flow-v2 fields, a few bytes per event instead of two
 extra flow events per kernel). Kernels launched outside every scope have no flow.
+
+Scope metrics are written as text, in the event's name (`step: <flops, nan>`) and as strings in
+`args.metrics` (`"nan"`, `"inf"`, `"-inf"` for non-finite values), never as JSON numbers; every other
+number is a finite time or id. So the document never holds bare `NaN`/`Infinity`, which strict
+readers (Perfetto, browsers, orjson) reject.
 """
 from __future__ import annotations
 

@@ -4,25 +4,55 @@ Byte-compatible with Triton 3.6's writer (checked against `fixtures/proton-3.6`)
 `time (ns)`, `count`, `device_id` and `device_type` (ids as strings); ROOT carries a zero for
 `count` and `time (ns)` when there are kernels and for every non-exclusive user metric, which is what
 makes proton-viewer treat those metrics as inclusive.
+
+A NaN or ±Inf metric value (or vector element) is written as `null`, as Proton's writer (nlohmann
+json) writes it: bare `NaN`/`Infinity` is not JSON, and strict readers (orjson, browsers, Perfetto)
+reject the whole file. `null` reads back as a missing value. `to_literal`, which `proton.data.get`
+returns, holds None there for the same reason.
 """
 from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
 
 from ..model.profile import Profile
 from ..model.tree import Node, TreeData, build_tree
 from . import fast_json
 
 
-def node_literal(node: Node) -> dict:
-    metrics = dict(node.metrics)
+def _finite(value):
+    """`value` with NaN and ±Inf replaced by None (JSON `null`), in a scalar or a vector."""
+    if type(value) is float:
+        return value if value - value == 0.0 else None  # inf - inf and nan - x are NaN
+    if type(value) is list and any(type(v) is float and v - v != 0.0 for v in value):
+        return [v if type(v) is not float or v - v == 0.0 else None for v in value]
+    return value
+
+
+def _metrics(node: Node) -> dict:
+    metrics = {name: _finite(v) for name, v in node.metrics.items()}
     if node.kernel is not None:
         k = node.kernel
         metrics.update({"count": k.count, "device_id": str(k.device_id), "device_type": k.device_type,
                         "time (ns)": k.time_ns})
-    return {
-        "children": [node_literal(node.children[name]) for name in sorted(node.children)],
-        "frame": {"name": node.name, "type": "function"},
-        "metrics": metrics,
-    }
+    return metrics
+
+
+def node_literal(node: Node) -> dict:
+    """`node` and its subtree as hatchet's nested dicts, children sorted by name. Built with an
+    explicit stack: scopes nest thousands deep, past Python's recursion limit."""
+    top = {"children": [], "frame": {"name": node.name, "type": "function"}, "metrics": _metrics(node)}
+    stack = [(node, top["children"])]
+    while stack:
+        parent, out = stack.pop()
+        children = parent.children
+        for name in sorted(children):
+            child = children[name]
+            literal = {"children": [], "frame": {"name": name, "type": "function"}, "metrics": _metrics(child)}
+            out.append(literal)
+            if child.children:
+                stack.append((child, literal["children"]))
+    return top
 
 
 def root_zeros(profile: Profile, root: Node) -> dict:
@@ -56,13 +86,34 @@ def device_block(profile: Profile, root: Node) -> dict:
     return block
 
 
+@contextmanager
+def _collector_paused():
+    """Pauses the cyclic garbage collector (as it was before, after). Building a tree allocates
+    ~5 tracked objects a node, and the collections that triggers, each re-scanning the growing
+    tree, took over half of `to_literal`'s time: 1.7 s instead of 0.7 s for 100,000 nodes. Nothing
+    built here is cyclic garbage (nodes hold no parent links), so pausing leaves nothing behind."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def to_literal(profile: Profile) -> list:
     """The `[tree, device_info]` structure that `json.dump` writes (and `proton.data.get` returns)."""
-    root = build_tree(profile.paths, profile.data)
-    literal = node_literal(root)
-    literal["metrics"] = root_zeros(profile, root)
+    with _collector_paused():
+        root = build_tree(profile.paths, profile.data)
+        literal = node_literal(root)
+    literal["metrics"] = {name: _finite(v) for name, v in root_zeros(profile, root).items()}
     return [literal, device_block(profile, root)]
 
 
 def render(profile: Profile) -> bytes:
-    return ("\n" + fast_json.dumps(to_literal(profile)) + "\n").encode()
+    pieces = fast_json.parts(to_literal(profile))
+    pieces.insert(0, "\n")
+    pieces.append("\n")
+    text = "".join(pieces)
+    del pieces  # at most two copies of the text alive at once (900 MB each at 5,000 levels)
+    return text.encode()
