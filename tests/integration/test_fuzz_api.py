@@ -51,7 +51,10 @@ class Thread:
 
 def metrics_for(rng: random.Random, bad: bool = False) -> dict:
     name = rng.choice(list(VALUES))
-    return {name: rng.choice(BAD_VALUES if bad else VALUES[name])}
+    if not bad:
+        return {name: rng.choice(VALUES[name])}
+    accumulated = not name.endswith(("(pty)", "(exc)"))  # the others may be strings
+    return {name: rng.choice([v for v in BAD_VALUES if accumulated or not isinstance(v, str)])}
 
 
 def step(rng: random.Random, th: Thread, backend) -> bool:

@@ -14,13 +14,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+import msgpack
 import pytest
 
 import lepton as proton
 from lepton.errors import LeptonError, WriteError
 from lepton.writers import write_atomic
 
-DEPTH = 5_000  # ten times the depth at which the recursive JSON writer hit RecursionError (~495)
+DEPTH = 5_000  # ten times the depth at which the recursive writers hit RecursionError (~495, ~340)
+# Hatchet JSON's indentation grows with depth, so its size with depth squared: 5,000 levels are a
+# 900 MB file. Three times the old limit shows the same and stays a 80 MB test.
+JSON_DEPTH = 1_500
 
 
 def nested_scopes(depth: int, metrics_at: int = -1, metrics: dict | None = None):
@@ -45,10 +49,10 @@ def leftover_temporaries(*folders) -> list[str]:
 
 
 # -- depth ------------------------------------------------------------------------------------------
-def test_scopes_5000_deep_are_written_as_hatchet_json_and_returned_by_data_get(tmp_path):
-    """One test for both, as the file is large: indent 4 makes its size quadratic in depth (900 MB)."""
+def test_scopes_1500_deep_are_written_as_hatchet_json_and_returned_by_data_get(tmp_path):
+    """One test for both, as the file is large: indent 4 makes its size quadratic in depth."""
     sid = proton.start(str(tmp_path / "deep"), backend="cpu")
-    with nested_scopes(DEPTH):
+    with nested_scopes(JSON_DEPTH):
         pass
     tree, _ = proton.data.get(sid)
     assert proton.finalize(sid, "hatchet") == [str(tmp_path / "deep.hatchet")]
@@ -56,15 +60,48 @@ def test_scopes_5000_deep_are_written_as_hatchet_json_and_returned_by_data_get(t
     while tree["children"]:
         (tree,) = tree["children"]
         names.append(tree["frame"]["name"])
-    assert names == [f"s{i}" for i in range(DEPTH)]
+    assert names == [f"s{i}" for i in range(JSON_DEPTH)]
     text = (tmp_path / "deep.hatchet").read_bytes()
     assert text.startswith(b"\n[\n    {\n") and text.endswith(b"\n    },\n    {}\n]\n")
     # json.loads itself recurses, so the depth is read from the indentation: s_i's frame name sits at
     # nesting 5 + 2i (list, ROOT, its children, s0, its frame; two more per level).
-    assert text.count(b'"name": "s') == DEPTH
-    indent = 4 * (5 + 2 * (DEPTH - 1))
-    at = text.index(f'"name": "s{DEPTH - 1}"'.encode())
+    assert text.count(b'"name": "s') == JSON_DEPTH
+    indent = 4 * (5 + 2 * (JSON_DEPTH - 1))
+    at = text.index(f'"name": "s{JSON_DEPTH - 1}"'.encode())
     assert text[at - indent - 1:at] == b"\n" + b" " * indent
+
+
+def test_scopes_5000_deep_are_written_as_hatchet_msgpack(tmp_path):
+    """msgpack's packer stops at 512 levels and its reader near 510: the writer packs node by node,
+    and the file is read back here with the streaming Unpacker's headers, level by level."""
+    sid = proton.start(str(tmp_path / "deep"), backend="cpu")
+    with nested_scopes(DEPTH):
+        with proton.scope("leaf", {"m": 1}):
+            pass
+    (path,) = proton.finalize(sid, "hatchet_msgpack")
+    unpacker = msgpack.Unpacker(open(path, "rb"), strict_map_key=False)
+    assert unpacker.read_array_header() == 2
+    names = []
+    for _ in range(DEPTH + 2):  # ROOT, s0 ... s4999, leaf: each a {frame, metrics, children} map
+        assert unpacker.read_map_header() == 3
+        assert unpacker.unpack() == "frame"
+        names.append(unpacker.unpack()["name"])
+        assert unpacker.unpack() == "metrics"
+        metrics = unpacker.unpack()
+        assert unpacker.unpack() == "children"
+        children = unpacker.read_array_header()
+    assert names == ["ROOT", *(f"s{i}" for i in range(DEPTH)), "leaf"]
+    assert (metrics, children) == ({"m": 1}, 0)
+    assert unpacker.unpack() == {}  # the device block
+
+
+def test_an_int_beyond_64_bits_is_written_to_msgpack_as_a_float(tmp_path):
+    sid = proton.start(str(tmp_path / "big"), backend="cpu")
+    with proton.scope("s", {"bytes": 2**70, "v": [2**65, 1]}):
+        pass
+    (path,) = proton.finalize(sid, "hatchet_msgpack")
+    (s,) = msgpack.unpackb(Path(path).read_bytes(), strict_map_key=False)[0]["children"]
+    assert s["metrics"] == {"bytes": float(2**70), "v": [float(2**65), 1.0]}
 
 
 def test_scopes_5000_deep_are_written_as_a_chrome_trace(tmp_path):
