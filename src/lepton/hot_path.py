@@ -164,7 +164,7 @@ class HotPath:
         of the time lines while a started backend reads the marks (else None). Empties the fast
         paths' caches."""
         self.active = active
-        self.tracing = tuple(s for s in active if s.data_kind == "trace")
+        self.tracing = tuple(s for s in active if s.timeline)  # they record CPU scope instances
         self.python_sessions = tuple(s for s in active if s.context == "python")
         self.scope_sets = tuple(s.current.scopes for s in active
                                 if s.data_kind == "tree" and s.context == "shadow")

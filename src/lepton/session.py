@@ -8,6 +8,7 @@ later, in bulk, on another thread.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 
@@ -20,6 +21,7 @@ from .model.trace import ScopeEvent, TraceData
 from .model.tree import TreeData
 
 CONTEXTS = ("shadow", "python")
+TIMELINE_ENV = "LEPTON_TRACE_TIMELINE"  # "1": a trace session also records CPU scope instances
 DATA_KINDS = ("tree", "trace")
 FORMATS = {"tree": ("hatchet", "hatchet_msgpack"), "trace": ("chrome_trace",)}
 
@@ -66,6 +68,8 @@ class Session:
         self.path = path
         self.context = context
         self.data_kind = data
+        self.timeline = data == "trace" and os.environ.get(TIMELINE_ENV, "").strip().lower() in (
+            "1", "true", "on", "yes")
         self.backend = backend
         self.hook = hook
         self.active = False

@@ -1,13 +1,36 @@
-"""data="trace" through the API: one JSON document with CPU lanes, GPU lanes and flows."""
+"""data="trace" through the API: by default Proton's event set (one event per kernel, with its call
+stack); with LEPTON_TRACE_TIMELINE=1, one JSON document with CPU lanes, GPU lanes and flows."""
 from __future__ import annotations
 
 import json
 import threading
 
+import pytest
+
 import lepton as proton
 
 
-def test_trace_has_scopes_kernels_streams_and_flows(fake):
+@pytest.fixture
+def timeline(monkeypatch):
+    monkeypatch.setenv("LEPTON_TRACE_TIMELINE", "1")
+
+
+def test_a_trace_holds_protons_events_one_per_kernel_with_its_call_stack(fake):
+    proton.start("plain", data="trace", backend="fake")
+    with proton.scope("init"):
+        fake().launch("ones_kernel", 100)
+        fake().launch("zeros_kernel", 100)
+    with proton.scope("test"):
+        fake().launch("foo", 100)
+    proton.finalize()
+    with open("plain.chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    assert len(events) == 3
+    assert [e["cat"] for e in events] == ["kernel"] * 3
+    assert events[-1]["name"] == "foo" and events[-1]["args"]["call_stack"] == ["ROOT", "test", "foo"]
+
+
+def test_trace_has_scopes_kernels_streams_and_flows(fake, timeline):
     proton.start("tr", data="trace", backend="fake")
     with proton.scope("outer"):
         fake().launch("add_kernel", 900, stream_id=7)
@@ -41,7 +64,7 @@ def test_trace_has_scopes_kernels_streams_and_flows(fake):
     assert by_name[("thread_kernel", lanes["GPU Stream 7"])]["bind_id"] == scopes["thread_scope"]["bind_id"]
 
 
-def test_cpu_only_trace_is_valid(fake):
+def test_cpu_only_trace_is_valid(fake, timeline):
     proton.start("cpu_trace", data="trace", backend="fake")
     with proton.scope("metric_only", {"foo": 1.0}):
         pass

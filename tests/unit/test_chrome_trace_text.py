@@ -17,28 +17,29 @@ from lepton.writers.chrome_trace import _fmt, _link_kernels_to_scopes, _us, gpu_
 
 
 def reference_document(profile: Profile) -> dict:
-    data, paths = profile.data, profile.paths
+    data, paths, timeline = profile.data, profile.paths, profile.timeline
     kernels = data.kernels()
-    starts = [ev.start_ns for ev in data.scopes]
+    scopes = data.scopes if timeline else []
+    starts = [ev.start_ns for ev in scopes]
     if len(kernels["start_ns"]):
         starts.append(int(kernels["start_ns"].min()))
     if not starts:
         return {"displayTimeUnit": "us", "traceEvents": []}
     base = min(starts)
-    owner = _link_kernels_to_scopes(profile, kernels)
+    owner = _link_kernels_to_scopes(profile, kernels, scopes)
     linked = set(owner[owner >= 0].tolist())
-    events = [{"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}}]
+    events = [{"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}}] if timeline else []
     gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
     multi = len({d for d, _ in gpu}) > 1
-    for lane in sorted({ev.lane for ev in data.scopes}):
+    for lane in sorted({ev.lane for ev in scopes}):
         events.append({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name", "args": {"name": f"CPU Thread {lane}"}})
-    for d, s in gpu:
+    for d, s in gpu if timeline else []:
         tid = gpu_lane(d, s)
         events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
                        "args": {"name": f"GPU {d} Stream {s}" if multi else f"GPU Stream {s}"}})
         events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
-    for ev in sorted(range(len(data.scopes)), key=lambda j: data.scopes[j].start_ns):
-        sc = data.scopes[ev]
+    for ev in sorted(range(len(scopes)), key=lambda j: scopes[j].start_ns):
+        sc = scopes[ev]
         name = paths.name[sc.pid]
         out = {"ph": "X", "cat": "scope", "name": name, "ts": round(ns_to_us(sc.start_ns - base), 3),
                "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3), "pid": 0, "tid": sc.lane,
@@ -61,7 +62,7 @@ def reference_document(profile: Profile) -> dict:
         if owner[row] >= 0:
             out["bind_id"] = int(owner[row])
             out["flow_in"] = True
-        elif paths.parent[pid] != ROOT:
+        elif paths.parent[pid] != ROOT or not timeline:
             out["args"] = {"call_stack": ["ROOT", *paths.names_of(pid)]}
         events.append(out)
     doc = {"displayTimeUnit": "us", "baseTimeNanoseconds": int(base), "traceEvents": events}
@@ -92,7 +93,7 @@ def random_profile(seed: int) -> Profile:
                          launch_ns=start - np.array([rng.randint(-1, 3000) for _ in range(n)], np.int64),
                          device_id=np.array([rng.choice([0, 0, 1]) for _ in range(n)], np.int64),
                          stream_id=np.array([rng.choice([7, 13]) for _ in range(n)], np.int64))
-    return Profile(paths, data, dropped_records=rng.choice([0, 0, 5]))
+    return Profile(paths, data, dropped_records=rng.choice([0, 0, 5]), timeline=rng.choice([True, False]))
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -61,7 +61,7 @@ def trace_profile():
                      end_ns=np.array([base + 6_000, base + 27_000, base + 41_000]),
                      launch_ns=np.array([base + 1_000, base + 21_000, base + 39_000]),
                      device_id=np.array([0, 0, 0]), stream_id=np.array([7, 13, 7]))
-    return Profile(paths, data)
+    return Profile(paths, data, timeline=True)
 
 
 def test_chrome_trace_is_one_document_with_lanes_and_flows():
@@ -133,7 +133,7 @@ def test_nan_and_infinite_metrics_in_a_trace_are_strict_json():
     step = paths.child(ROOT, "step")
     data = TraceData()
     data.scopes.append(ScopeEvent(step, 1000, 2000, 0, 1, {"flops": float("nan"), "v": [float("inf"), 1.0]}))
-    (event,) = [e for e in _strict(chrome_trace.render(Profile(paths, data)))["traceEvents"] if e["ph"] == "X"]
+    (event,) = [e for e in _strict(chrome_trace.render(Profile(paths, data, timeline=True)))["traceEvents"] if e["ph"] == "X"]
     assert event["args"]["metrics"] == {"flops": "nan", "v": "[inf,1.000000]"}
 
 

@@ -16,3 +16,4 @@ class Profile:
     # device_type -> device_id -> properties; only devices that ran a kernel are written.
     devices: dict[str, dict[int, DeviceInfo]] = field(default_factory=dict)
     dropped_records: int = 0
+    timeline: bool = False  # a trace with CPU scopes, lane names and flows, beyond Proton's kernels

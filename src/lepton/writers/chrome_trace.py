@@ -1,5 +1,10 @@
 """Chrome / Perfetto trace JSON for `data="trace"`: always one valid JSON document.
 
+By default the file holds Proton's event set: one event per kernel, on its GPU lane, with
+`args.call_stack` (`["ROOT", scopes..., kernel]`). With `LEPTON_TRACE_TIMELINE=1` set when the
+session starts, the session also records every CPU scope instance, and the file adds a lane per CPU
+thread with the scopes, names for the lanes, and flows from each scope to its kernels.
+
 Lanes: `pid` 0; a CPU lane per thread (`tid` = thread lane, 0, 1, ...); a GPU lane per
 (device, stream) (`tid` = 200000 + stream on device 0, as Proton numbers them; other devices get
 `200000 + 1000 * device + stream`). All `ts`/`dur` are microseconds relative to
@@ -41,22 +46,21 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray]) -> np.ndarray:
-    """For each kernel, the index of the scope event that launched it, or -1."""
-    data = profile.data
+def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray], scopes: list) -> np.ndarray:
+    """For each kernel, the index in `scopes` of the scope event that launched it, or -1."""
     parent = np.asarray(profile.paths.parent, dtype=np.int64)[kernels["pid"]] if len(kernels["pid"]) else \
         np.zeros(0, np.int64)
     owner = np.full(len(parent), -1, dtype=np.int64)
     by_path: dict[int, list[int]] = {}
-    for i, ev in enumerate(data.scopes):
+    for i, ev in enumerate(scopes):
         by_path.setdefault(ev.pid, []).append(i)
     for pid, idxs in by_path.items():
         rows = np.flatnonzero(parent == pid)
         if not len(rows):
             continue
-        idxs = sorted(idxs, key=lambda i: data.scopes[i].start_ns)
-        starts = np.array([data.scopes[i].start_ns for i in idxs], dtype=np.int64)
-        ends = np.array([data.scopes[i].end_ns for i in idxs], dtype=np.int64)
+        idxs = sorted(idxs, key=lambda i: scopes[i].start_ns)
+        starts = np.array([scopes[i].start_ns for i in idxs], dtype=np.int64)
+        ends = np.array([scopes[i].end_ns for i in idxs], dtype=np.int64)
         launch = kernels["launch_ns"][rows]
         pos = np.searchsorted(starts, launch, side="right") - 1
         ok = (pos >= 0) & (launch >= 0)
@@ -91,6 +95,23 @@ def _dumps(value) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def _lane_names(data: TraceData, kernels: dict[str, np.ndarray]) -> list[str]:
+    """The timeline's metadata events: the process, and a name and place for every lane."""
+    events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}})]
+    for lane in sorted({ev.lane for ev in data.scopes}):
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
+                              "args": {"name": f"CPU Thread {lane}"}}))
+    gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
+    multi_device = len({d for d, _ in gpu}) > 1
+    for d, s in gpu:
+        label = f"GPU {d} Stream {s}" if multi_device else f"GPU Stream {s}"
+        tid = gpu_lane(d, s)
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}}))
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
+                              "args": {"sort_index": tid}}))
+    return events
+
+
 def _events(profile: Profile) -> tuple[int | None, list[str]]:
     """`(base time, events as JSON texts)`. A trace has a scope or kernel event per instance (10^5
     and more), so those are written from templates; the text is what `json.dumps` writes for the
@@ -99,27 +120,17 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
     assert isinstance(data, TraceData)
     paths = profile.paths
     kernels = data.kernels()
-    starts = [ev.start_ns for ev in data.scopes]
+    timeline = profile.timeline
+    scopes = data.scopes if timeline else []  # CPU scopes are the timeline's
+    starts = [ev.start_ns for ev in scopes]
     if len(kernels["start_ns"]):
         starts.append(int(kernels["start_ns"].min()))
     if not starts:
         return None, []
     base = min(starts)
-    owner = _link_kernels_to_scopes(profile, kernels)
+    owner = _link_kernels_to_scopes(profile, kernels, scopes)
     linked_scopes = set(owner[owner >= 0].tolist())
-    events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}})]
-    lanes = sorted({ev.lane for ev in data.scopes})
-    gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
-    multi_device = len({d for d, _ in gpu}) > 1
-    for lane in lanes:
-        events.append(_dumps({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
-                              "args": {"name": f"CPU Thread {lane}"}}))
-    for d, s in gpu:
-        label = f"GPU {d} Stream {s}" if multi_device else f"GPU Stream {s}"
-        tid = gpu_lane(d, s)
-        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}}))
-        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
-                              "args": {"sort_index": tid}}))
+    events = _lane_names(data, kernels) if timeline else []
     name_json: dict[int, str] = {}
 
     def quoted(pid: int) -> str:
@@ -128,7 +139,6 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
             text = name_json[pid] = _dumps(paths.name[pid])
         return text
 
-    scopes = data.scopes
     in_time_order = sorted(range(len(scopes)), key=lambda j: scopes[j].start_ns)
     starts = np.array([scopes[j].start_ns for j in in_time_order], np.int64)
     ends = np.array([scopes[j].end_ns for j in in_time_order], np.int64)
@@ -158,7 +168,7 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
     for pid, ts, dur, dev, stream, o in zip(pid_col, ts_col, dur_col, dev_col, stream_col, owner_col):
         if o >= 0:
             tail = f',"bind_id":{o},"flow_in":true'
-        elif paths.parent[pid] != ROOT:
+        elif paths.parent[pid] != ROOT or not timeline:
             tail = call_stacks.get(pid)
             if tail is None:
                 tail = call_stacks[pid] = ',"args":{"call_stack":' + _dumps(["ROOT", *paths.names_of(pid)]) + "}"
