@@ -23,9 +23,9 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
-import lepton.viewer as proton_viewer  # noqa: E402 (after the skip: the API needs pandas)
-from lepton.cli.view import main as lepton_view  # noqa: E402
-from lepton.viewer import FilterError, MetricError  # noqa: E402
+import lepton.viewer as proton_viewer
+from lepton.cli.view import main as lepton_view
+from lepton.viewer import FilterError, MetricError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "data" / "proton_examples"
@@ -79,7 +79,7 @@ def test_read_drops_the_launch_metadata_frames_and_what_ran_under_them():
 
 def test_get_raw_metrics_reads_an_open_file_and_leaves_the_sums_to_update_inclusive_columns():
     with open(CUDA) as f:
-        gf, inclusive, exclusive, _ = proton_viewer.get_raw_metrics(f)
+        gf, inclusive, _exclusive, _ = proton_viewer.get_raw_metrics(f)
     assert "time (ns) (inc)" not in gf.dataframe.columns and gf.inc_metrics == []
     gf.update_inclusive_columns()
     assert gf.dataframe["time (ns) (inc)"].iloc[0] == 614400.0
@@ -105,14 +105,14 @@ def test_time_in_every_unit_and_its_share_of_root():
 
 
 def test_average_time_divides_by_the_summed_count():
-    gf, columns = derived(CUDA, ["avg_time/us", "avg_time/ns"])
+    gf, _columns = derived(CUDA, ["avg_time/us", "avg_time/ns"])
     # ROOT: 614400 ns over 12 launches; foo0: 204800 ns over 10
     np.testing.assert_allclose(gf.dataframe["avg_time/us (inc)"], [51.2, 20.48, 204.8, 204.8])
     np.testing.assert_allclose(gf.dataframe["avg_time/ns (inc)"], [51200, 20480, 204800, 204800])
 
 
 def test_bytes_and_flops_per_second():
-    gf, columns = derived(CUDA, ["gbyte/s", "tbyte/s", "tflop8/s", "flop8/s"])
+    gf, _columns = derived(CUDA, ["gbyte/s", "tbyte/s", "tflop8/s", "flop8/s"])
     # ROOT: 1.2e8 B / 614400e-9 s = 195.3125 GB/s; foo0: 1e8 / 204800e-9 = 488.28125 GB/s
     np.testing.assert_allclose(gf.dataframe["gbyte/s (inc)"], [195.3125, 488.28125, 48.828125, 48.828125])
     np.testing.assert_allclose(gf.dataframe["tbyte/s (inc)"], [0.1953125, 0.48828125, 0.048828125, 0.048828125])
@@ -236,7 +236,7 @@ def test_filter_frames_keeps_test0_and_drops_test1(option):
 
 
 def test_include_keeps_the_paths_through_matches_and_derived_totals_as_lepton_view():
-    gf, columns = proton_viewer.parse(["time/ns"], LEAVES, include=".*kernel_2.*")
+    gf, _columns = proton_viewer.parse(["time/ns"], LEAVES, include=".*kernel_2.*")
     assert names(gf) == ["ROOT", "kernel_2_1_1", "kernel_2_2_1", "kernel_2_3_1", "kernel_2_2_2"]
     # proton-viewer: ROOT keeps the unfiltered total in the derived column ...
     np.testing.assert_allclose(gf.dataframe["time/ns (inc)"], [225873672, 24215210, 1040322, 1040322, 23174888])
@@ -245,7 +245,7 @@ def test_include_keeps_the_paths_through_matches_and_derived_totals_as_lepton_vi
 
 
 def test_a_threshold_keeps_the_frames_at_or_above_it_on_the_given_metric():
-    gf, columns = proton_viewer.parse(["time/ns"], LEAVES, threshold=30_000_000)
+    gf, _columns = proton_viewer.parse(["time/ns"], LEAVES, threshold=30_000_000)
     assert names(gf) == ["ROOT", "kernel_1_1_1", "kernel_1_2_2", "kernel_3_1_1", "kernel_3_2_2"]
     with pytest.raises(ValueError, match="a threshold needs the metric"):
         proton_viewer.filter_frames(gf, threshold=1.0)
@@ -381,7 +381,7 @@ def test_remove_frames_prunes_a_document_as_the_loader_does():
 
 def test_to_hatchet_gives_a_graphframe_with_the_same_numbers():
     pytest.importorskip("hatchet")
-    gf, columns = proton_viewer.parse(["time/ns", "util"], CUDA)
+    gf, _columns = proton_viewer.parse(["time/ns", "util"], CUDA)
     hgf = gf.to_hatchet()
     by_name = hgf.dataframe.set_index("name")
     assert by_name.loc["foo1", "time/ns (inc)"] == 204800.0
@@ -418,3 +418,13 @@ def test_without_pandas_the_api_says_what_to_install_and_lepton_view_still_works
     with pytest.raises(ImportError, match=re.escape('pip install "lepton-profiler[pandas]"')):
         proton_viewer.parse(["time/ns"], CUDA)
     assert view("-m", "time/ns", CUDA).startswith("614400.000 ROOT\n")
+
+
+def test_a_copy_is_independent_and_tree_takes_one_metric_or_several():
+    gf, *_ = proton_viewer.read(CUDA)
+    copy = gf.copy()
+    copy.dataframe["time (ns) (inc)"] = 0.0
+    copy.inc_metrics.append("extra")
+    assert gf.dataframe["time (ns) (inc)"].iloc[0] == 614400.0 and "extra" not in gf.inc_metrics
+    assert gf.tree("time (ns) (inc)").splitlines()[:2] == ["614400.000 ROOT", "├─ 204800.000 foo0"]
+    assert gf.tree(["count (inc)", "time (ns) (inc)"], depth=1) == "12.000 614400.000 ROOT\n\n"

@@ -12,17 +12,29 @@ from .filters import FilterError, apply_filters
 from .flat_tree import Tree
 from .frames import ProfileFrame
 from .load import ProfileError, load, load_bytes
-from .python_api import (apply_diff_profile, derive_metrics, emit_warnings, filter_frames, format_frames,
-                         get_min_time_bytes, get_min_time_flops, get_raw_metrics, match_available_metrics, parse,
-                         print_tree, read, remove_frames, show_metrics)
+from .python_api import (
+    apply_diff_profile,
+    derive_metrics,
+    emit_warnings,
+    filter_frames,
+    format_frames,
+    get_min_time_bytes,
+    get_min_time_flops,
+    get_raw_metrics,
+    match_available_metrics,
+    parse,
+    print_tree,
+    read,
+    remove_frames,
+    show_metrics,
+)
 from .render import RenderOptions, csv_text, json_text, sorted_text, tree_text
 from .shorten import shorten
 
 __all__ = [
-    "Column", "FilterError", "MetricError", "ProfileError", "RenderOptions", "Tree", "apply_filters",
-    "csv_text", "demangle", "derive", "json_text", "load", "load_bytes", "shorten", "sorted_text", "tree_text",
-    # Proton's Python API (needs pandas)
-    "ProfileFrame", "apply_diff_profile", "derive_metrics", "emit_warnings", "filter_frames", "format_frames",
-    "get_min_time_bytes", "get_min_time_flops", "get_raw_metrics", "match_available_metrics", "parse",
-    "print_tree", "read", "remove_frames", "show_metrics",
+    "Column", "FilterError", "MetricError", "ProfileError", "ProfileFrame", "RenderOptions", "Tree",
+    "apply_diff_profile", "apply_filters", "csv_text", "demangle", "derive", "derive_metrics", "emit_warnings",
+    "filter_frames", "format_frames", "get_min_time_bytes", "get_min_time_flops", "get_raw_metrics",
+    "json_text", "load", "load_bytes", "match_available_metrics", "parse", "print_tree", "read",
+    "remove_frames", "shorten", "show_metrics", "sorted_text", "tree_text",
 ]

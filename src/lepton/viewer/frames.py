@@ -49,7 +49,7 @@ class Node:
     """One calling context, as hatchet's Node: `frame` ({"name", "type"}), `children`, `parents`.
     Hashed by identity (it indexes the DataFrame) and ordered by its row."""
 
-    __slots__ = ("frame", "children", "parents", "_hatchet_nid", "_depth")
+    __slots__ = ("_depth", "_hatchet_nid", "children", "frame", "parents")
 
     def __init__(self, frame: dict, row: int, depth: int) -> None:
         self.frame = frame

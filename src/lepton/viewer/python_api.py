@@ -26,7 +26,15 @@ from typing import IO
 
 import numpy as np
 
-from .derive import FLOP_WIDTHS_BITS, Catalog, Column, derive, negative_byte_warning, seconds_at_peak, short_name
+from .derive import (
+    FLOP_WIDTHS_BITS,
+    Catalog,
+    Column,
+    derive,
+    negative_byte_warning,
+    seconds_at_peak,
+    short_name,
+)
 from .filters import NAME_FORMATS, apply_filters, format_name
 from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT, Tree
 from .frames import FRAME_COLUMNS, INCLUSIVE_SUFFIX, ProfileFrame, none_for_missing, require_pandas
