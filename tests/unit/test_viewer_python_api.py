@@ -428,3 +428,15 @@ def test_a_copy_is_independent_and_tree_takes_one_metric_or_several():
     assert gf.dataframe["time (ns) (inc)"].iloc[0] == 614400.0 and "extra" not in gf.inc_metrics
     assert gf.tree("time (ns) (inc)").splitlines()[:2] == ["614400.000 ROOT", "├─ 204800.000 foo0"]
     assert gf.tree(["count (inc)", "time (ns) (inc)"], depth=1) == "12.000 614400.000 ROOT\n\n"
+
+
+REAL_PROFILES = sorted(p for p in (ROOT / "tests" / "data" / "proton_3_6").glob("*.hatchet")
+                       if p.name != "instrumentation.hatchet")  # cycles only: no time to show
+
+
+@pytest.mark.parametrize("path", REAL_PROFILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("metrics", [["time/ms", "util"], ["count", "avg_time/us"]], ids=",".join)
+def test_the_api_prints_what_lepton_view_prints_on_real_triton_3_6_profiles(path, metrics, capsys):
+    gf, columns = proton_viewer.parse(metrics, path)
+    proton_viewer.print_tree(gf, columns, print_sorted=True)
+    assert capsys.readouterr().out == view("-m", ",".join(metrics), "--print-sorted", str(path))
