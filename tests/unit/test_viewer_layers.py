@@ -1,8 +1,11 @@
 """The viewer reads files and prints; it imports nothing that profiles (lepton.collect, sessions),
-and nothing beyond numpy, msgpack and the standard library (no pandas, no hatchet)."""
+and nothing beyond numpy, msgpack and the standard library (no pandas, no hatchet). Only the
+Python API's modules import pandas (when called), and hatchet for `to_hatchet`."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +15,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "lepton"
 VIEWER_FILES = sorted((SRC / "viewer").glob("*.py")) + [SRC / "cli" / "view.py"]
 ALLOWED_LEPTON = {"lepton.viewer", "lepton.units", "lepton.cli.view"}
 ALLOWED_PACKAGES = {"numpy", "msgpack", "__future__"}
+PYTHON_API_FILES = {"frames.py", "python_api.py"}
+PYTHON_API_PACKAGES = {"pandas", "hatchet"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -40,9 +45,18 @@ def test_viewer_modules_import_only_the_viewer_units_numpy_msgpack_and_the_stdli
         if top == "lepton":
             assert any(name == allowed or name.startswith(allowed + ".") for allowed in ALLOWED_LEPTON), name
         else:
-            assert top in ALLOWED_PACKAGES or top in sys.stdlib_module_names, name
+            allowed = ALLOWED_PACKAGES | (PYTHON_API_PACKAGES if path.name in PYTHON_API_FILES else set())
+            assert top in allowed or top in sys.stdlib_module_names, name
 
 
 def test_the_scan_sees_relative_imports():
     names = imported_modules(SRC / "viewer" / "derive.py")
     assert "lepton.units" in names and "lepton.viewer.specs" in names
+
+
+def test_importing_the_viewer_and_lepton_view_loads_no_pandas():
+    """pandas is an optional extra: lepton-view and `import lepton.viewer` must run without it."""
+    code = "import sys, lepton.viewer, lepton.cli.view; print(sorted(m for m in ('pandas', 'hatchet') if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": str(SRC.parent)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,7 +1,8 @@
 """The terminal viewer: file -> Tree -> derived metrics -> filters -> text.
 
 Reads hatchet JSON and hatchet MessagePack (Lepton's and Proton's); needs numpy and msgpack only,
-and never imports `lepton.collect`.
+and never imports `lepton.collect`. Proton's Python API (`read`, `parse`, `derive_metrics`, ...,
+as in `triton.profiler.viewer`) is here too, on pandas, which it imports only when called.
 """
 from __future__ import annotations
 
@@ -9,11 +10,31 @@ from .demangle import demangle
 from .derive import Column, MetricError, derive
 from .filters import FilterError, apply_filters
 from .flat_tree import Tree
+from .frames import ProfileFrame
 from .load import ProfileError, load, load_bytes
+from .python_api import (
+    apply_diff_profile,
+    derive_metrics,
+    emit_warnings,
+    filter_frames,
+    format_frames,
+    get_min_time_bytes,
+    get_min_time_flops,
+    get_raw_metrics,
+    match_available_metrics,
+    parse,
+    print_tree,
+    read,
+    remove_frames,
+    show_metrics,
+)
 from .render import RenderOptions, csv_text, json_text, sorted_text, tree_text
 from .shorten import shorten
 
 __all__ = [
-    "Column", "FilterError", "MetricError", "ProfileError", "RenderOptions", "Tree", "apply_filters",
-    "csv_text", "demangle", "derive", "json_text", "load", "load_bytes", "shorten", "sorted_text", "tree_text",
+    "Column", "FilterError", "MetricError", "ProfileError", "ProfileFrame", "RenderOptions", "Tree",
+    "apply_diff_profile", "apply_filters", "csv_text", "demangle", "derive", "derive_metrics", "emit_warnings",
+    "filter_frames", "format_frames", "get_min_time_bytes", "get_min_time_flops", "get_raw_metrics",
+    "json_text", "load", "load_bytes", "match_available_metrics", "parse", "print_tree", "read",
+    "remove_frames", "shorten", "show_metrics", "sorted_text", "tree_text",
 ]
