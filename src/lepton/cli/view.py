@@ -16,9 +16,9 @@ from typing import Literal, TextIO
 from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
 from ..viewer.diff import subtract
+from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
 from ..viewer.flat_tree import Tree
-from ..viewer.escape import printable
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
 from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
 

@@ -6,7 +6,7 @@ and never imports `lepton.collect`.
 from __future__ import annotations
 
 from .demangle import demangle
-from .derive import Column, MetricError, derive
+from .derive import Column, MetricError, check_metric_specs, derive
 from .filters import FilterError, apply_filters
 from .flat_tree import Tree
 from .load import ProfileError, load, load_bytes
@@ -15,5 +15,5 @@ from .shorten import shorten
 
 __all__ = [
     "Column", "FilterError", "MetricError", "ProfileError", "RenderOptions", "Tree", "apply_filters",
-    "csv_text", "demangle", "derive", "json_text", "load", "load_bytes", "shorten", "sorted_text", "tree_text",
+    "check_metric_specs", "csv_text", "demangle", "derive", "json_text", "load", "load_bytes", "shorten", "sorted_text", "tree_text",
 ]
