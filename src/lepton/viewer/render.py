@@ -87,18 +87,6 @@ def shown_nodes(tree: Tree, max_depth: int, max_nodes: int | None = None) -> Sho
     return Shown(order, is_last, above - len(order))
 
 
-def preorder(tree: Tree, max_depth: int) -> tuple[list[int], list[str]]:
-    """The nodes in display order without those at depth `max_depth` and below, and each shown
-    node's tree-drawing prefix ("│  ├─ "), indexed by node (hidden nodes get "")."""
-    shown = shown_nodes(tree, max_depth)
-    order = shown.order.tolist()
-    prefixes = [""] * len(tree)
-    for node, prefix in zip(order, _Prefixes().of(tree.depth[shown.order].tolist(),
-                                                  shown.is_last[shown.order].tolist())):
-        prefixes[node] = prefix
-    return order, prefixes
-
-
 def _display_order(tree: Tree, max_depth: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Depth-first order with siblings sorted by frame (hatchet's), cut at `max_depth` and after
     `limit` nodes, and which nodes are the last of their siblings. Files list children already
