@@ -73,7 +73,7 @@ def _to_msgpack_layout(node: dict) -> dict:
 def _time_view(path: str) -> float:
     out = io.StringIO()
     start = time.perf_counter()
-    code = main(["-m", "time/ms,tflop16/s", path], stdout=out, stderr=sys.stderr)
+    code = main(["-m", "time/ms,tflop16/s", "--max-nodes", "0", path], stdout=out, stderr=sys.stderr)
     elapsed = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"lepton-view failed on {path} with exit code {code}")

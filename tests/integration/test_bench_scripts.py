@@ -39,6 +39,16 @@ def test_view_bench_times_the_viewer_on_json_and_msgpack(tmp_path):
     assert root["frame"]["name"] == "ROOT" and "CUDA" in devices  # view.py exits non-zero unless read
 
 
+def test_view_memory_bench_runs_every_case_on_a_small_deep_profile(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "view_memory.py"), "--nodes", "3000", "--depth", "600",
+                        "--keep", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    first, *cases = p.stdout.splitlines()
+    assert first.startswith("nodes=2403 depth=601 ")  # deeper than json.loads or msgpack.unpackb go
+    assert len(cases) == 4 and all(" exit=0 " in case and "stderr_last=''" in case for case in cases), cases
+    assert all(float(case.split("peak_mb=")[1].split()[0]) > 0 for case in cases)
+
+
 STEPS = """FRESH 50.0 52.0 48.0
 STEP none 40.0 50.0 60.0
 STEP shadow:tree:none 44.0 60.0 66.0

@@ -196,3 +196,43 @@ def test_negative_byte_counts_raise_protons_overflow_warning():
     assert negative_byte_warning(columns_) == (
         "Warning: Negative byte values detected, this is usually the result of a datatype overflow")
     assert negative_byte_warning(derive(load(TRITON), ["bytes"]).columns) is None
+
+
+# ------------------------------------------------------------ the metric grammar, without a profile
+
+@pytest.mark.parametrize("text", [
+    "time/ms", "Time/MS, util", "avg_time/us,cpu_time/ns,avg_cpu_time/s", "flop/s,flop8/s,gflop16/s,tflop64/s",
+    "byte/s,gbyte/s,tbyte/s", "time/%,count/%", "time (ns),count,bytes", " util ",
+])
+def test_metric_lists_in_the_grammar_pass_the_check(text):
+    from lepton.viewer import check_metric_specs
+
+    assert check_metric_specs(text) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", r"empty metric name \(item 1 of ''\)"),
+    ("time/ms,,util", r"empty metric name \(item 2 of"),
+    ("time/ms,", "empty metric name"),
+    (" , ", "empty metric name"),
+    ("time/hours", r"unsupported unit 'hours' in 'time/hours' \(time takes /ns, /us, /ms, /s or /%\)"),
+    ("util,avg_time/min", r"unsupported unit 'min' .*avg_time takes .* \(item 2 of"),
+    ("flop16/ms", r"flop16 takes /s or /%"),
+    ("gbyte/ms", r"gbyte takes /s or /%"),
+    ("time/ms/%", "unsupported unit 'ms/%'"),
+    ("count/x", r"only <metric>/% and the derived metrics"),
+    ("/%", "names no metric before /%"),
+])
+def test_bad_metric_lists_are_refused_in_one_line_before_any_profile(text, message):
+    from lepton.viewer import check_metric_specs
+
+    with pytest.raises(MetricError, match=message) as info:
+        check_metric_specs(text)
+    assert "\n" not in str(info.value) and str(info.value).startswith("bad metric list: ")
+
+
+@pytest.mark.parametrize("item", ["time/hours", "flop16/ms", "time/ms/%", "count/x", "/%"])
+def test_what_the_check_refuses_derive_refuses_too(item):
+    """One grammar: metric_kind serves both."""
+    with pytest.raises(MetricError, match="unsupported unit|names no metric"):
+        derive(load(CUDA), [item])

@@ -202,6 +202,103 @@ def test_msgpack_nodes_with_keys_in_any_order_load():
     assert tree.names == ["ROOT", "k"] and tree.numbers["time (ns)"].tolist() == [0, 3]
 
 
+def chain_json(depth: int, leaf: dict, devices: dict | None = None) -> bytes:
+    """The JSON twin of chain_msgpack, in Proton's sorted key order (children before frame), written
+    a level at a time: json.dumps nests no deeper than the recursion limit."""
+    tails = [f'],"frame":{json.dumps({"name": name, "type": "function"})},"metrics":{json.dumps(metrics)}}}'
+             for name, metrics in [("ROOT", ROOT_ZEROS), *((f"s{i}", {}) for i in range(depth))]]
+    text = '{"children":[' * len(tails) + json.dumps(leaf) + "".join(reversed(tails))
+    return f"[{text}{', ' + json.dumps(devices) if devices is not None else ''}]".encode()
+
+
+def test_json_trees_5000_levels_deep_load_node_by_node():
+    """json.loads stops near 500 tree levels (two containers a level); the tree must not."""
+    data = chain_json(5000, kernel("k", 7), {"CUDA": {"0": {"arch": "90"}}})
+    with pytest.raises(RecursionError):
+        json.loads(data)
+    tree = load_bytes(data, "deep.hatchet")
+    tree.self_check()
+    assert len(tree) == 5002 and int(tree.depth.max()) == 5001
+    assert tree.names[:3] == ["ROOT", "s0", "s1"] and tree.names[-1] == "k"
+    assert tree.numbers["time (ns)"][-1] == 7 and tree.texts["device_type"][-1] == "CUDA"
+    assert tree.devices == {"CUDA": {"0": {"arch": "90"}}}
+    assert tree.subtree_sum(tree.numbers["time (ns)"])[0] == 7
+
+
+@pytest.mark.parametrize("depth", [5000, 30_000])
+def test_msgpack_trees_5000_and_30000_levels_deep_load(depth):
+    """30,000 levels is beyond the recursion limit the node-by-node reader once raised (40,000
+    frames, two a level)."""
+    tree = load_bytes(chain_msgpack(depth, kernel("k", 7), {"CUDA": {}}), "deep.hatchet_msgpack")
+    assert len(tree) == depth + 2 and int(tree.depth.max()) == depth + 1
+    assert tree.names[-1] == "k" and tree.subtree_sum(tree.numbers["time (ns)"])[0] == 7
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in EXAMPLES.glob("*.json")) + ["scopes_metrics.hatchet"])
+def test_the_node_by_node_json_reader_reads_every_example_as_json_loads_does(fixture, assert_same_tree):
+    from lepton.viewer.deep import read_json
+    from lepton.viewer.load import _deep_tree
+
+    path = EXAMPLES / fixture if (EXAMPLES / fixture).exists() else FIXTURES / fixture
+    text = path.read_text()
+    assert_same_tree(_deep_tree(fixture, lambda builder: read_json(text, builder)), load(path))
+
+
+def test_the_node_by_node_readers_prune_as_the_whole_document_walk_does(assert_same_tree):
+    """Keys in any order, the device block first, metadata and empty leaves dropped."""
+    from lepton.viewer.deep import read_json, read_msgpack
+    from lepton.viewer.load import _deep_tree, _unpacker
+
+    meta = node("__proton_launch_metadata", {}, [kernel("meta_k", 5)])
+    tree = node("ROOT", ROOT_ZEROS, [node("empty"), meta, node("s", {}, [kernel("k", 3), node("e")])])
+    document = [{"CUDA": {"0": {"arch": "90"}}}, {"metrics": tree["metrics"], "children": tree["children"],
+                                                 "frame": tree["frame"]}]
+    whole = from_document(document)
+    assert whole.names == ["ROOT", "s", "k"]
+    text, data = json.dumps(document), packb(document)
+    assert_same_tree(_deep_tree("j", lambda builder: read_json(text, builder)), whole)
+    assert_same_tree(_deep_tree("m", lambda builder: read_msgpack(data, _unpacker(data), builder)), whole)
+
+
+def test_a_decoded_document_50000_levels_deep_is_walked_without_recursion():
+    leaf = kernel("k", 2)
+    top = leaf
+    for i in reversed(range(50_000)):
+        top = node(f"s{i}", {}, [top])
+    tree = from_document([node("ROOT", ROOT_ZEROS, [top])])
+    assert len(tree) == 50_002 and tree.names[-1] == "k" and int(tree.depth[-1]) == 50_001
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda data: data[:-40], "is truncated"),
+    (lambda data: data[:-1] + b",]", "invalid JSON"),
+    (lambda data: data.replace(b'"metrics":{}', b'"metrics":{} "x":1', 1), "invalid JSON"),
+    (lambda data: data.replace(b'{"children":[', b'{"children":[7,', 1), "malformed"),
+    (lambda data: data.replace(b'"name": "s9"', b'"nom": "s9"', 1), "no name"),
+    (lambda data: data + b"x", "invalid JSON"),
+])
+def test_a_broken_deep_json_profile_says_what_is_wrong(edit, message):
+    with pytest.raises(ProfileError, match=message) as info:
+        load_bytes(edit(chain_json(1000, kernel("k", 3), {})), "deep.hatchet")
+    assert "\n" not in str(info.value)
+
+
+def test_deep_json_nesting_that_is_no_tree_is_too_deep_to_read():
+    with pytest.raises(ProfileError, match="too deeply"):
+        load_bytes(b"[" * 5000 + b"]" * 5000, "p.hatchet")
+    with pytest.raises(ProfileError, match="too deeply"):
+        load_bytes(b'[{"frame": {"name": "a"}, "metrics": ' + b"[" * 5000 + b"]" * 5000 + b"}]", "p.hatchet")
+
+
+def test_a_json_profile_with_a_utf8_byte_order_mark_reads_as_json(tmp_path, assert_same_tree):
+    plain = (FIXTURES / "scopes_metrics.hatchet").read_bytes()
+    path = tmp_path / "bom.hatchet"
+    path.write_bytes(b"\xef\xbb\xbf" + plain)
+    assert_same_tree(load(path), load(FIXTURES / "scopes_metrics.hatchet"))
+    deep = load_bytes(b"\xef\xbb\xbf" + chain_json(1000, kernel("k", 3)), "deep.hatchet")
+    assert deep.names[-1] == "k"
+
+
 # ------------------------------------------------------------ bad input: one line, says what is wrong
 
 def test_a_missing_file_says_it_cannot_be_read(tmp_path):

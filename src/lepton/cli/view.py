@@ -16,10 +16,11 @@ from typing import Literal, TextIO
 from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
 from ..viewer.diff import subtract
+from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
 from ..viewer.flat_tree import Tree
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
-from ..viewer.render import RenderOptions, csv_text, json_text, sorted_text, tree_text
+from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
 
@@ -47,6 +48,7 @@ class ViewOptions:
     mangled: bool = False
     output: OutputFormat = "tree"
     width: int | None = None  # None: the terminal's width when stdout is one; 0: never shorten
+    max_nodes: int = DEFAULT_MAX_NODES  # lines of the tree and of --print-sorted; 0: all
 
 
 METRICS_HELP = """Metrics to show, comma separated (default: time/ms). Names are case-insensitive
@@ -88,7 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tree (default), or csv / json for scripts")
     parser.add_argument("--width", type=int, default=None,
                         help="shorten names to fit this many columns (default: the terminal's; 0: never)")
+    parser.add_argument("--max-nodes", type=_count, default=DEFAULT_MAX_NODES, metavar="N",
+                        help=f"show at most N nodes in the tree and in --print-sorted, then one line\n"
+                             f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
+                             "csv and json output are never cut)")
     return parser
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def parse_options(argv: Sequence[str] | None) -> ViewOptions:
@@ -97,7 +110,8 @@ def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     return ViewOptions(file=args.file, metrics=metrics, list_metrics=args.list, include=args.include,
                        exclude=args.exclude, threshold=args.threshold, depth=args.depth,
                        name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
-                       color=args.color or "auto", mangled=args.mangled, output=args.output, width=args.width)
+                       color=args.color or "auto", mangled=args.mangled, output=args.output, width=args.width,
+                       max_nodes=args.max_nodes)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -108,7 +122,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         with without_gc():  # see without_gc: loading and rendering make no reference cycles
             return run(options, stdout, stderr)
     except (ProfileError, MetricError, FilterError) as err:
-        print(f"{PROG}: error: {err}", file=stderr)
+        print(f"{PROG}: error: {printable(str(err))}", file=stderr)  # messages quote names from the file
         return EXIT_BAD_INPUT
 
 
@@ -138,15 +152,15 @@ def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
         tree, columns, side, warnings = result.tree, result.columns, result.side, warnings + other_warnings
     render = _render_options(options, stdout)
     if options.output == "csv":
-        stdout.write(csv_text(tree, columns, render, side))
+        write_csv(stdout, tree, columns, render, side)
     elif options.output == "json":
-        stdout.write(json_text(tree, columns, render, side))
+        write_json(stdout, tree, columns, render, side)
     else:
-        stdout.write(tree_text(tree, columns, render, side))
+        write_tree(stdout, tree, columns, render, side)
         if options.print_sorted:
-            stdout.write(sorted_text(tree, columns, render))
+            write_sorted(stdout, tree, columns, render)
     for warning in warnings:
-        print(f"{PROG}: {warning}", file=stderr)
+        print(f"{PROG}: {printable(warning)}", file=stderr)
     return EXIT_OK
 
 
@@ -157,8 +171,8 @@ def _load(path: str) -> Tree:
 def list_text(tree: Tree) -> str:
     """`-l`, exactly as proton-viewer prints it (names lower-cased, cut at the unit)."""
     catalog = Catalog.of(tree)
-    lines = ["Available inclusive metrics:"] + [f"- {short_name(m)}" for m in catalog.inclusive]
-    lines += ["Available exclusive metrics:"] + [f"- {short_name(m)}" for m in catalog.exclusive]
+    lines = ["Available inclusive metrics:"] + [f"- {printable(short_name(m))}" for m in catalog.inclusive]
+    lines += ["Available exclusive metrics:"] + [f"- {printable(short_name(m))}" for m in catalog.exclusive]
     return "\n".join(lines) + "\n"
 
 
@@ -196,6 +210,6 @@ def _render_options(options: ViewOptions, stdout: TextIO) -> RenderOptions:
     if width is None and is_terminal:
         width = shutil.get_terminal_size().columns
     return RenderOptions(depth=options.depth, name_format=options.name_format, demangle=not options.mangled,
-                         color=color, width=width or None)
+                         color=color, width=width or None, max_nodes=options.max_nodes or None)
 
 

@@ -7,7 +7,7 @@ as in `triton.profiler.viewer`) is here too, on pandas, which it imports only wh
 from __future__ import annotations
 
 from .demangle import demangle
-from .derive import Column, MetricError, derive
+from .derive import Column, MetricError, check_metric_specs, derive
 from .filters import FilterError, apply_filters
 from .flat_tree import Tree
 from .frames import ProfileFrame
@@ -33,8 +33,8 @@ from .shorten import shorten
 
 __all__ = [
     "Column", "FilterError", "MetricError", "ProfileError", "ProfileFrame", "RenderOptions", "Tree",
-    "apply_diff_profile", "apply_filters", "csv_text", "demangle", "derive", "derive_metrics", "emit_warnings",
-    "filter_frames", "format_frames", "get_min_time_bytes", "get_min_time_flops", "get_raw_metrics",
-    "json_text", "load", "load_bytes", "match_available_metrics", "parse", "print_tree", "read",
-    "remove_frames", "shorten", "show_metrics", "sorted_text", "tree_text",
+    "apply_diff_profile", "apply_filters", "check_metric_specs", "csv_text", "demangle", "derive",
+    "derive_metrics", "emit_warnings", "filter_frames", "format_frames", "get_min_time_bytes",
+    "get_min_time_flops", "get_raw_metrics", "json_text", "load", "load_bytes", "match_available_metrics",
+    "parse", "print_tree", "read", "remove_frames", "shorten", "show_metrics", "sorted_text", "tree_text",
 ]

@@ -149,14 +149,65 @@ def derive(tree: Tree, requests: list[str]) -> Derived:
     return Derived(columns, ctx.warnings)
 
 
-def _one(ctx: _Context, request: str) -> Column:
+MetricKind = Literal["util", "formula", "percent", "raw"]
+
+
+def metric_kind(request: str) -> MetricKind:
+    """Which rule of the -m grammar `request` (one stripped item) follows, without a profile:
+    util, a derived metric of FORMULAS, `<metric>/%`, or a raw metric name (which only a profile
+    can confirm). A MetricError says why an item follows none."""
     key = request.lower()
+    if not key:
+        raise MetricError("empty metric name")
     if key == UTIL:
-        return Column(UTIL, _util(ctx))
-    formula = FORMULAS.get(key)
-    if formula is not None:
-        return Column(f"{request} (inc)", _apply(ctx, formula))
+        return "util"
+    if key in FORMULAS:
+        return "formula"
     if "/" in key:
+        name, unit = request.split("/", 1)
+        if unit != "%":
+            units = _UNITS_OF.get(name.strip().lower())
+            hint = f"{name.strip()} takes /{', /'.join(units)} or /%" if units else \
+                "only <metric>/% and the derived metrics"
+            raise MetricError(f"unsupported unit '{unit}' in '{request}' ({hint})")
+        if not name.strip():
+            raise MetricError(f"'{request}' names no metric before /%")
+        return "percent"
+    return "raw"
+
+
+def _units_of() -> dict[str, list[str]]:
+    """"time" -> ["s", "ms", "us", "ns"]: the units each derived metric comes in."""
+    units: dict[str, list[str]] = {}
+    for key in FORMULAS:
+        base, unit = key.split("/")
+        units.setdefault(base, []).append(unit)
+    return units
+
+
+_UNITS_OF = _units_of()
+
+
+def check_metric_specs(text: str) -> None:
+    """Checks a comma-separated metric list (lepton-view -m, lepton --print) against the grammar
+    above before any profile exists: an empty item, an unknown unit (`time/h`, `flop16/ms`), a
+    `/%` with no metric. Raw names pass: only the profile knows them. Raises MetricError, one line."""
+    for position, item in enumerate(text.split(","), 1):
+        try:
+            metric_kind(item.strip())
+        except MetricError as err:
+            where = f"item {position} of '{text}'"
+            raise MetricError(f"bad metric list: {err} ({where})" if item.strip() else
+                              f"bad metric list: empty metric name ({where})") from None
+
+
+def _one(ctx: _Context, request: str) -> Column:
+    kind = metric_kind(request)
+    if kind == "util":
+        return Column(UTIL, _util(ctx))
+    if kind == "formula":
+        return Column(f"{request} (inc)", _apply(ctx, FORMULAS[request.lower()]))
+    if kind == "percent":
         return _percent(ctx, request)
     return ctx.raw_column(request)
 
@@ -171,9 +222,7 @@ def _apply(ctx: _Context, formula: Formula) -> np.ndarray:
 
 def _percent(ctx: _Context, request: str) -> Column:
     """`<metric>/%`: share of ROOT's value for a summed metric, of the column total otherwise."""
-    name, unit = request.split("/", 1)
-    if unit != "%":
-        raise MetricError(f"unsupported unit '{unit}' in '{request}' (only <metric>/% and the derived metrics)")
+    name = request.split("/", 1)[0]  # metric_kind checked the rest
     column = ctx.raw_column(name)
     if column.label.endswith("(inc)"):
         total, label = column.values[0], f"{request} (inc)"

@@ -7,22 +7,20 @@ import gc
 import json
 import os
 import re
-import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from itertools import chain, repeat
 
 import msgpack
 import numpy as np
 
+from . import deep
 from .flat_tree import NO_PARENT, Tree
-from .walk import Walk, walk_nodes
+from .walk import Walk, WalkBuilder, walk_nodes
 
 MSGPACK_SUFFIXES = (".hatchet_msgpack", ".msgpack")
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
-# Python frames per tree level are 1 in walk_nodes and 2 in _decode_deep_msgpack; JSON cannot nest
-# deeper than ~500 tree levels anyway, MessagePack can. Since 3.11 Python-to-Python calls use no C
-# stack, so a higher limit is safe.
-_DEEP_RECURSION_LIMIT = 40_000 if sys.version_info >= (3, 11) else 0
+_UTF8_BOM = b"\xef\xbb\xbf"  # Notepad and PowerShell write it; json.loads(bytes) skips it
 
 
 class ProfileError(ValueError):
@@ -43,8 +41,22 @@ def read_file(path: str | os.PathLike) -> bytes:
 
 
 def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:
+    """A hatchet file's bytes as a Tree, at any depth: a file nested deeper than the C decoders
+    go is read again node by node (viewer.deep)."""
     with without_gc():
-        document = _decode(data, source)
+        if not _first_byte(data):
+            raise ProfileError(f"'{source}' is empty, not a profile")
+        if _is_json(data, source):
+            with _json_errors(data, source):
+                try:
+                    document = json.loads(data)
+                except RecursionError:
+                    text = data.decode(json.detect_encoding(data), "surrogatepass")  # as json.loads does
+                    return _deep_tree(source, lambda builder: deep.read_json(text, builder))
+        else:
+            document = _decode_msgpack(data, source)
+            if document is _TOO_DEEP:
+                return _deep_msgpack_tree(data, source)
         return from_document(document, source)
 
 
@@ -62,7 +74,8 @@ def without_gc():
 
 
 def _first_byte(data: bytes) -> bytes:
-    start = _LEADING_SPACE.match(data).end()  # Proton's JSON starts with "\n"
+    start = len(_UTF8_BOM) if data.startswith(_UTF8_BOM) else 0
+    start = _LEADING_SPACE.match(data, start).end()  # Proton's JSON starts with "\n"
     return data[start:start + 1]
 
 
@@ -70,25 +83,19 @@ def _is_json(data: bytes, source: str) -> bool:
     return _first_byte(data) in (b"[", b"{") and not source.endswith(MSGPACK_SUFFIXES)
 
 
-def _decode(data: bytes, source: str):
-    if not _first_byte(data):
-        raise ProfileError(f"'{source}' is empty, not a profile")
-    if _is_json(data, source):
-        return _decode_json(data, source)
-    return _decode_msgpack(data, source)
-
-
-def _decode_json(data: bytes, source: str):
+@contextmanager
+def _json_errors(data: bytes, source: str):
     try:
-        return json.loads(data)
+        yield
     except UnicodeDecodeError as err:
         raise ProfileError(f"'{source}' is not a profile (not UTF-8 text)") from err
     except json.JSONDecodeError as err:
         # A file cut short fails at its very end; an unterminated string can only mean that too.
-        at_end = err.pos >= len(data.rstrip()) or err.msg.startswith("Unterminated string")
+        at_end = err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string")
         if at_end:
             raise ProfileError(f"'{source}' is truncated: the JSON ends at byte {len(data)}, inside the tree") from err
-        raise ProfileError(f"'{source}' is not a profile (invalid JSON at line {err.lineno}, column {err.colno}: {err.msg})") from err
+        raise ProfileError(f"'{source}' is not a profile (invalid JSON at line {err.lineno}, column {err.colno}: "
+                           f"{err.msg})") from err
 
 
 def _unpacker(data: bytes) -> msgpack.Unpacker:
@@ -98,14 +105,18 @@ def _unpacker(data: bytes) -> msgpack.Unpacker:
     return unpacker
 
 
+_TOO_DEEP = object()
+
+
 def _decode_msgpack(data: bytes, source: str):
+    """The decoded document, or _TOO_DEEP when it nests deeper than msgpack's C decoder goes."""
     unpacker = _unpacker(data)
     try:
         document = unpacker.unpack()
     except msgpack.OutOfData as err:
         raise ProfileError(_truncated_msgpack(data, source)) from err
     except msgpack.StackError:
-        return _decode_deep_msgpack(data, source)
+        return _TOO_DEEP
     except (ValueError, TypeError) as err:  # a bad tag or UTF-8; a map key that is a list
         raise ProfileError(f"'{source}' is not a profile (neither hatchet JSON nor hatchet MessagePack: {err})") from err
     _check_the_end(unpacker, data, source)
@@ -118,36 +129,35 @@ def _check_the_end(unpacker: msgpack.Unpacker, data: bytes, source: str) -> None
         raise ProfileError(f"'{source}' is not a profile: {extra} bytes follow the MessagePack data")
 
 
-def _decode_deep_msgpack(data: bytes, source: str) -> list:
-    """A hatchet document nested deeper than msgpack's C decoder goes (about 500 tree levels: it
-    keeps 1024 open containers), read node by node: only the "children" arrays nest in Python."""
+def _deep_msgpack_tree(data: bytes, source: str) -> Tree:
     unpacker = _unpacker(data)
-
-    def node() -> dict:
-        fields = {}
-        for _ in range(unpacker.read_map_header()):
-            key = unpacker.unpack()
-            if key == "children":
-                fields[key] = [node() for _ in range(unpacker.read_array_header())]  # noqa: F821 (deleted after)
-            else:
-                fields[key] = unpacker.unpack()
-        return fields
-
-    with _tree_errors(source):
-        try:
-            document = [node() for _ in range(unpacker.read_array_header())]
-        except msgpack.OutOfData as err:
-            raise ProfileError(_truncated_msgpack(data, source)) from err
-        except (ValueError, TypeError) as err:  # deep nesting that is not a tree: StackError again
-            raise ProfileError(f"'{source}' nests its tree too deeply to read") from err
-        finally:
-            del node  # node reaches itself through its closure: a cycle holding the unpacker's copy of the file
+    try:
+        tree = _deep_tree(source, lambda builder: deep.read_msgpack(data, unpacker, builder))
+    except msgpack.OutOfData as err:
+        raise ProfileError(_truncated_msgpack(data, source)) from err
+    except msgpack.StackError as err:  # deep nesting that is not a tree
+        raise ProfileError(f"'{source}' nests its tree too deeply to read") from err
+    except ValueError as err:  # ProfileError is one too: it goes on as it is
+        if isinstance(err, ProfileError):
+            raise
+        raise ProfileError(f"'{source}' is not a hatchet profile: a tree node is malformed ({err})") from err
     _check_the_end(unpacker, data, source)
-    return document
+    return tree
 
 
 def _truncated_msgpack(data: bytes, source: str) -> str:
     return f"'{source}' is truncated: the MessagePack data ends at byte {len(data)}, inside the tree"
+
+
+def _deep_tree(source: str, read: Callable[[WalkBuilder], list]) -> Tree:
+    """The Tree of a file read node by node by `read`, which returns the top-level values that
+    are no tree node."""
+    builder = WalkBuilder()
+    with _tree_errors(source):
+        others = read(builder)
+        if not builder.walk.names:
+            raise ProfileError(f"'{source}' is not a hatchet profile: no tree node (an object with a 'frame') in it")
+        return _columns(builder.walk, _devices(others, source), source)
 
 
 def from_document(document, source: str = "<document>") -> Tree:
@@ -159,17 +169,13 @@ def from_document(document, source: str = "<document>") -> Tree:
 
 @contextmanager
 def _tree_errors(source: str):
-    """Room for deep trees, and a tree of the wrong shape reported as a ProfileError."""
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION_LIMIT))
+    """A tree of the wrong shape, or nested too deeply outside the tree, as a ProfileError."""
     try:
         yield
     except RecursionError as err:
         raise ProfileError(f"'{source}' nests its tree too deeply to read") from err
     except (KeyError, TypeError, AttributeError) as err:
         raise ProfileError(f"'{source}' is not a hatchet profile: a tree node is malformed ({err!r})") from err
-    finally:
-        sys.setrecursionlimit(old_limit)
 
 
 def _split_document(document, source: str) -> tuple[list[dict], dict]:
@@ -184,10 +190,15 @@ def _split_document(document, source: str) -> tuple[list[dict], dict]:
     others = [item for item in document if not (isinstance(item, dict) and "frame" in item)]
     if not roots:
         raise ProfileError(f"'{source}' is not a hatchet profile: no tree node (an object with a 'frame') in it")
+    return roots, _devices(others, source)
+
+
+def _devices(others: list, source: str) -> dict:
+    """The device block: the first top-level value that is no tree node."""
     devices = others[0] if others else {}
     if not isinstance(devices, dict):
         raise ProfileError(f"'{source}' is not a hatchet profile: the device information is not an object")
-    return roots, devices
+    return devices
 
 
 def _columns(walk: Walk, devices: dict, source: str) -> Tree:

@@ -13,12 +13,14 @@ import io
 import json
 import math
 from dataclasses import dataclass
+from typing import TextIO
 
 import numpy as np
 
 from .demangle import demangle
 from .derive import Column
 from .diff import ONLY_LEFT, ONLY_RIGHT
+from .escape import printable
 from .filters import format_name
 from .fixed import format_rows
 from .flat_tree import Tree
@@ -36,6 +38,13 @@ SORTED_NAME_CHARS = 100  # proton-viewer cuts names to 100 characters (+ "...") 
 MIN_NAME_WIDTH = 20  # never shorten a name below this, however deep the node
 
 
+DEFAULT_MAX_NODES = 100_000  # lines of a tree or sorted list; a terminal shows ~50 at a time
+CHUNK_NODES = 8192  # lines made and written at a time: bounded memory, few write calls
+# ... fewer when lines are long: a line 5,000 levels down has a 15,000-character prefix, and a
+# chunk is held three times (cells, the joined text, its encoding): ~4M characters, ~30 MB.
+CHUNK_CHARS = 1 << 22
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     depth: int = 100
@@ -43,32 +52,46 @@ class RenderOptions:
     demangle: bool = True
     color: bool = False
     width: int | None = None  # terminal columns to fit names into; None keeps names whole
+    max_nodes: int | None = DEFAULT_MAX_NODES  # lines of a tree or sorted list; None: all
 
 
-def display_names(tree: Tree, options: RenderOptions) -> list[str]:
-    """Each node's name as shown: -f format, then demangled unless --mangled."""
-    return tree.name_codes.pick(_distinct_display_names(tree, options)).tolist()
+def display_names(tree: Tree, options: RenderOptions, escape: bool = True) -> list[str]:
+    """Each node's name as shown: -f format, then demangled unless --mangled, then control
+    characters escaped (json output escapes them its own way, losslessly: escape=False)."""
+    return tree.name_codes.pick(_distinct_display_names(tree, options, escape)).tolist()
 
 
-def _distinct_display_names(tree: Tree, options: RenderOptions) -> list[str]:
+def _distinct_display_names(tree: Tree, options: RenderOptions, escape: bool = True) -> list[str]:
     """display_names for each of tree.name_codes.distinct: a profile repeats a few kernel names
     many times, each is formatted and demangled once."""
     shown = [format_name(name, options.name_format) for name in tree.name_codes.distinct]
-    return list(map(demangle, shown)) if options.demangle else shown
+    shown = list(map(demangle, shown)) if options.demangle else shown
+    return list(map(printable, shown)) if escape else shown
 
 
-def preorder(tree: Tree, max_depth: int) -> tuple[list[int], list[str]]:
-    """The nodes in display order without those at depth `max_depth` and below, and each shown
-    node's tree-drawing prefix ("│  ├─ "), indexed by node."""
-    order, is_last = _display_order(tree)
-    shown = order[tree.depth[order] < max_depth]
-    return shown.tolist(), _prefixes(tree, is_last, max_depth)
+@dataclass
+class Shown:
+    """The nodes a listing shows, in display order, and how many it leaves out for max_nodes."""
+
+    order: np.ndarray  # node indices
+    is_last: np.ndarray  # per node (all of the tree's): the last of its siblings
+    left_out: int
 
 
-def _display_order(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
-    """Depth-first order with siblings sorted by frame (hatchet's), and which nodes are the last of
-    their siblings. Files list children already sorted (Proton's writer and ours do); then the
-    rows are the display order and no traversal is needed."""
+def shown_nodes(tree: Tree, max_depth: int, max_nodes: int | None = None) -> Shown:
+    """The nodes above depth `max_depth` in display order, at most `max_nodes` of them. Nothing
+    deeper or later is visited: on a 1M-node tree the cost is that of the nodes shown."""
+    limit = len(tree) if max_nodes is None else max_nodes
+    order, is_last = _display_order(tree, max_depth, limit)
+    above = int(np.count_nonzero(tree.depth < max_depth)) if len(tree) else 0
+    return Shown(order, is_last, above - len(order))
+
+
+def _display_order(tree: Tree, max_depth: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Depth-first order with siblings sorted by frame (hatchet's), cut at `max_depth` and after
+    `limit` nodes, and which nodes are the last of their siblings. Files list children already
+    sorted (Proton's writer and ours do); then the rows are the display order and no traversal
+    is needed."""
     n = len(tree)
     ranks = _frame_ranks(tree)
     parent = tree.parent
@@ -77,7 +100,8 @@ def _display_order(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
         last_child = np.full(n, -1, dtype=np.int64)
         has_parent = parent >= 0
         np.maximum.at(last_child, parent[has_parent], rows[has_parent])
-        return rows, ~has_parent | (last_child[np.maximum(parent, 0)] == rows)
+        order = rows if max_depth > int(tree.depth.max(initial=0)) else np.flatnonzero(tree.depth < max_depth)
+        return order[:limit], ~has_parent | (last_child[np.maximum(parent, 0)] == rows)
     children = tree.children  # sorted in place: no other order is ever needed
     rank_of = ranks.tolist()
     is_last = np.ones(n, dtype=bool)
@@ -86,11 +110,13 @@ def _display_order(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
             siblings.sort(key=rank_of.__getitem__)
             is_last[siblings[:-1]] = False
     order: list[int] = []
-    stack = sorted(tree.roots, key=rank_of.__getitem__, reverse=True)
-    while stack:
+    depth = tree.depth.tolist()
+    stack = sorted(tree.roots, key=rank_of.__getitem__, reverse=True) if max_depth > 0 else []
+    while stack and len(order) < limit:
         node = stack.pop()
         order.append(node)
-        stack.extend(reversed(children[node]))
+        if depth[node] + 1 < max_depth:
+            stack.extend(reversed(children[node]))
     return np.array(order, dtype=np.int64), is_last
 
 
@@ -120,67 +146,93 @@ def _siblings_in_order(parent: np.ndarray, ranks: np.ndarray) -> bool:
     return bool((sibling_ranks[:-1][same_parent] <= sibling_ranks[1:][same_parent]).all())
 
 
-def _prefixes(tree: Tree, is_last: np.ndarray, max_depth: int) -> list[str]:
-    """Each node's tree-drawing prefix, made one depth level at a time: the nodes of a level share
-    a few distinct (parent's indent, last or not) pairs, and each pair's strings are made once.
-    Nodes at `max_depth` and below are not shown and get ""."""
-    prefixes = np.full(len(tree), "", dtype=object)
-    indent_of = np.zeros(len(tree), dtype=np.int64)  # each node's position in its level's `indents`
-    indents = [""]  # what the prefixes of the children of a level's nodes start with
-    for level in tree.levels[1:max_depth]:
-        pairs, pair_of = _distinct_small(indent_of[tree.parent[level]] * 2 + is_last[level])
-        bases_and_lasts = list(zip(*(part.tolist() for part in np.divmod(pairs, 2))))
-        pair_prefixes = [indents[base] + (LAST if last else BRANCH) for base, last in bases_and_lasts]
-        indents = [indents[base] + (SPACE if last else PIPE) for base, last in bases_and_lasts]
-        prefixes[level] = np.array(pair_prefixes, dtype=object)[pair_of]
-        indent_of[level] = pair_of
-    return prefixes.tolist()
+class _Prefixes:
+    """Tree-drawing prefixes ("│  ├─ ") of nodes given in display order, a chunk at a time: each
+    node's prefix is its parent's indent plus its own branch, and in display order the parent is
+    the last node seen one level up. Only the indents of the current path are kept."""
 
+    def __init__(self) -> None:
+        self.indents = [""]  # indents[d]: what the prefixes of the last depth-d node's children start with
 
-def _distinct_small(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(values, return_inverse=True) for small non-negative ints, by counting, not sorting."""
-    present = np.bincount(values) > 0
-    return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
+    def of(self, depths: list[int], lasts: list[bool]) -> list[str]:
+        indents = self.indents
+        prefixes = []
+        for depth, last in zip(depths, lasts):
+            if depth == 0:
+                prefixes.append("")
+                continue
+            base = indents[depth - 1]
+            prefixes.append(base + (LAST if last else BRANCH))
+            indent = base + (SPACE if last else PIPE)
+            if depth < len(indents):
+                indents[depth] = indent
+            else:
+                indents.append(indent)
+        return prefixes
 
 
 def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
     """The tree as proton-viewer prints it; `side` (from -diff) marks the nodes of one side only."""
-    order, prefixes = preorder(tree, options.depth)
-    # A line is "<prefix><v1> <v2> <name>\n", joined from per-node cells that end in their
-    # separator: the fewer strings per line, the faster the join.
+    out = io.StringIO()
+    write_tree(out, tree, columns, options, side)
+    return out.getvalue()
+
+
+def write_tree(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions,
+               side: np.ndarray | None = None) -> None:
+    """tree_text, written to `out` a chunk of lines at a time as it is made."""
+    shown = shown_nodes(tree, options.depth, options.max_nodes)
     values = [column.values for column in columns]
-    plain = format_rows(values, end=" ") if values else [" "] * len(tree)
-    cells = _painted(values) if options.color and values else [plain]
+    painter = _Painter(values[0]) if options.color and values else None
     names = _distinct_display_names(tree, options)
-    if options.width is None and side is None:
-        name_lines = tree.name_codes.pick([name + "\n" for name in names]).tolist()
-    else:
-        name_lines = tree.name_codes.pick(names).tolist()
-        for node in order:
-            if options.width is not None:
-                room = options.width - len(prefixes[node]) - len(plain[node])
-                name_lines[node] = shorten(name_lines[node], max(room, MIN_NAME_WIDTH))
-            name_lines[node] += _marker(side, node, options.color) + "\n"
-    return _lines([prefixes, *cells, name_lines], order)
+    plain_names = options.width is None and side is None
+    if plain_names:
+        names = [name + "\n" for name in names]
+    name_positions, depth = tree.name_codes.positions, tree.depth
+    prefixes = _Prefixes()
+    deepest = int(depth[shown.order].max(initial=0))
+    rows = max(1, min(CHUNK_NODES, CHUNK_CHARS // (len(BRANCH) * deepest + 100)))
+    for start in range(0, len(shown.order), rows):
+        chunk = shown.order[start:start + rows]
+        line_prefixes = prefixes.of(depth[chunk].tolist(), shown.is_last[chunk].tolist())
+        # A line is "<prefix><v1> <v2> <name>\n", joined from per-node cells that end in their
+        # separator: the fewer strings per line, the faster the join.
+        chunk_values = [v[chunk] for v in values]
+        plain = format_rows(chunk_values, end=" ") if values else [" "] * len(chunk)
+        cells = _painted(chunk_values, painter) if painter else [plain]
+        name_cells = list(map(names.__getitem__, name_positions[chunk].tolist()))
+        if not plain_names:
+            for i, node in enumerate(chunk.tolist()):
+                if options.width is not None:
+                    room = options.width - len(line_prefixes[i]) - len(plain[i])
+                    name_cells[i] = shorten(name_cells[i], max(room, MIN_NAME_WIDTH))
+                name_cells[i] += _marker(side, node, options.color) + "\n"
+        out.write(_lines([line_prefixes, *cells, name_cells]))
+    out.write(left_out_line(shown.left_out, options.max_nodes))
+    out.write("\n")  # print's empty line
 
 
-def _painted(values: list[np.ndarray]) -> list[list[str]]:
+def left_out_line(left_out: int, max_nodes: int | None) -> str:
+    if not left_out:
+        return ""
+    return (f"[{left_out:,} more nodes not shown: --max-nodes {max_nodes} reached; "
+            "--max-nodes 0 shows all, -d, -i, -e or -t fewer]\n")
+
+
+def _painted(values: list[np.ndarray], painter: _Painter) -> list[list[str]]:
     """The number cells on a terminal: the first metric coloured by its value, the others faint."""
     numbers = [format_rows([v]) for v in values]
-    painter = _Painter(values[0])
     cells = [[painter.paint(v, text) + " " for v, text in zip(values[0].tolist(), numbers[0])]]
     return cells + [[FAINT + text + RESET + " " for text in texts] for texts in numbers[1:]]
 
 
-def _lines(cells: list[list[str]], order: list[int]) -> str:
-    """The cells (one string per node each) of every node of `order`, concatenated, then an empty
-    line. One join over all of them beats a format per line."""
+def _lines(cells: list[list[str]]) -> str:
+    """The cells (one string per line each) of every line, concatenated. One join over all of
+    them beats a format per line."""
     width = len(cells)
-    every_node_in_row_order = order == list(range(len(cells[0])))  # the usual case
-    parts: list[str | None] = [None] * (len(order) * width)
+    parts: list[str | None] = [None] * (len(cells[0]) * width)
     for column, cell in enumerate(cells):
-        parts[column::width] = cell if every_node_in_row_order else list(map(cell.__getitem__, order))
-    parts.append("\n")  # print's empty line, in the join: adding it after would copy the whole text
+        parts[column::width] = cell
     return "".join(parts)  # type: ignore[arg-type]
 
 
@@ -208,17 +260,29 @@ class _Painter:
 
 
 def sorted_text(tree: Tree, columns: list[Column], options: RenderOptions) -> str:
+    out = io.StringIO()
+    write_sorted(out, tree, columns, options)
+    return out.getvalue()
+
+
+def write_sorted(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions) -> None:
     """`--print-sorted`: every node by the first metric, largest first, skipping the first row
-    (normally ROOT) as proton-viewer does. Ties keep tree order; NaN goes last."""
-    names = display_names(tree, options)
+    (normally ROOT) as proton-viewer does. Ties keep tree order; NaN goes last. At most
+    `options.max_nodes` lines."""
+    names = _distinct_display_names(tree, options)
     column = columns[0]
-    order = _descending(column.values)
-    lines = [f"Sorted kernels by metric {column.label}\n"]
-    for node in order[1:].tolist():
-        name = names[node]
-        name = name[:SORTED_NAME_CHARS] + "..." if len(name) > SORTED_NAME_CHARS else name
-        lines.append(f"{name:105} {float(column.values[node]):.4}\n")
-    return "".join(lines)
+    order = _descending(column.values)[1:]
+    shown = order if options.max_nodes is None else order[:options.max_nodes]
+    out.write(f"Sorted kernels by metric {printable(column.label)}\n")
+    for start in range(0, len(shown), CHUNK_NODES):
+        chunk = shown[start:start + CHUNK_NODES]
+        lines = []
+        for node, value in zip(chunk.tolist(), column.values[chunk].tolist()):
+            name = names[tree.name_codes.positions[node]]
+            name = name[:SORTED_NAME_CHARS] + "..." if len(name) > SORTED_NAME_CHARS else name
+            lines.append(f"{name:105} {value:.4}\n")
+        out.write("".join(lines))
+    out.write(left_out_line(len(order) - len(shown), options.max_nodes))
 
 
 def _descending(values: np.ndarray) -> np.ndarray:
@@ -229,36 +293,68 @@ def _descending(values: np.ndarray) -> np.ndarray:
 
 
 def csv_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
-    """One row per shown node, in tree order: id, parent_id, depth, name, then the metrics."""
-    names = display_names(tree, options)
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["id", "parent_id", "depth", "name"] + [c.label for c in columns]
-                    + (["only_in"] if side is not None else []))
-    for node in preorder(tree, options.depth)[0]:
-        parent = int(tree.parent[node])
-        row = [node, "" if parent < 0 else parent, int(tree.depth[node]), names[node]]
-        row += ["" if math.isnan(v) else _number_text(v) for v in (c.values[node] for c in columns)]
-        if side is not None:
-            row.append(_side_name(side, node))
-        writer.writerow(row)
+    write_csv(out, tree, columns, options, side)
     return out.getvalue()
 
 
+def write_csv(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions,
+              side: np.ndarray | None = None) -> None:
+    """One row per node above options.depth (max_nodes does not cut data for scripts), in tree
+    order: id, parent_id, depth, name, then the metrics. Names have their control characters
+    escaped as in the tree: one physical line per row, safe to print, fine for line tools."""
+    names = _distinct_display_names(tree, options)
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["id", "parent_id", "depth", "name"] + [printable(c.label) for c in columns]
+                    + (["only_in"] if side is not None else []))
+    order = shown_nodes(tree, options.depth).order
+    for start in range(0, len(order), CHUNK_NODES):
+        chunk = order[start:start + CHUNK_NODES]
+        rows = []
+        for node in chunk.tolist():
+            parent = int(tree.parent[node])
+            row = [node, "" if parent < 0 else parent, int(tree.depth[node]), names[tree.name_codes.positions[node]]]
+            row += ["" if math.isnan(v) else _number_text(v) for v in (c.values[node] for c in columns)]
+            if side is not None:
+                row.append(_side_name(side, node))
+            rows.append(row)
+        writer.writerows(rows)
+
+
 def json_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
-    """{"metrics": [labels], "nodes": [{"id", "parent", "depth", "name", "values"}]}, tree order;
-    NaN is null. Flat, so that deep trees need no recursion to read."""
-    names = display_names(tree, options)
-    nodes = []
-    for node in preorder(tree, options.depth)[0]:
-        parent = int(tree.parent[node])
-        entry = {"id": node, "parent": None if parent < 0 else parent, "depth": int(tree.depth[node]),
-                 "name": names[node],
-                 "values": {c.label: _json_number(c.values[node]) for c in columns}}
-        if side is not None:
-            entry["only_in"] = _side_name(side, node) or None
-        nodes.append(entry)
-    return json.dumps({"metrics": [c.label for c in columns], "nodes": nodes}, indent=1) + "\n"
+    out = io.StringIO()
+    write_json(out, tree, columns, options, side)
+    return out.getvalue()
+
+
+def write_json(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions,
+               side: np.ndarray | None = None) -> None:
+    """{"metrics": [labels], "nodes": [{"id", "parent", "depth", "name", "values"}]}, tree order,
+    every node above options.depth; NaN is null. Flat, so that deep trees need no recursion to
+    read. Names are exact: JSON's own escapes (\\u001b) keep control characters off the terminal.
+    Written a node at a time, the same text as json.dumps(whole, indent=1)."""
+    names = _distinct_display_names(tree, options, escape=False)
+    labels = [c.label for c in columns]
+    encoder = json.JSONEncoder(indent=1)
+    head, _, tail = encoder.encode({"metrics": labels, "nodes": [None]}).rpartition("\n  null\n")
+    order = shown_nodes(tree, options.depth).order
+    if not len(order):
+        out.write(encoder.encode({"metrics": labels, "nodes": []}) + "\n")
+        return
+    out.write(head + "\n")
+    for start in range(0, len(order), CHUNK_NODES):
+        chunk = order[start:start + CHUNK_NODES]
+        entries = []
+        for node in chunk.tolist():
+            parent = int(tree.parent[node])
+            entry = {"id": node, "parent": None if parent < 0 else parent, "depth": int(tree.depth[node]),
+                     "name": names[tree.name_codes.positions[node]],
+                     "values": {c.label: _json_number(c.values[node]) for c in columns}}
+            if side is not None:
+                entry["only_in"] = _side_name(side, node) or None
+            entries.append("  " + encoder.encode(entry).replace("\n", "\n  "))
+        out.write((",\n" if start else "") + ",\n".join(entries))
+    out.write("\n" + tail + "\n")
 
 
 def _number_text(value: float) -> str:
