@@ -26,7 +26,7 @@ from .derive import Column
 from .diff import subtract
 from .filters import format_name
 from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT, Tree
-from .render import RenderOptions, preorder, tree_text
+from .render import RenderOptions, shown_nodes, tree_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,7 +100,7 @@ class ProfileFrame:
         (a "name" column there replaces the names shown, which are otherwise the file's names in
         `name_format`)."""
         pd = require_pandas("lepton.viewer's Python API")
-        order = np.asarray(preorder(tree, int(tree.depth.max(initial=0)) + 1)[0], dtype=np.int64)
+        order = np.asarray(shown_nodes(tree, int(tree.depth.max(initial=0)) + 1).order, dtype=np.int64)
         self._tree = reordered(tree, order)
         self._side = None if side is None else np.asarray(side)[order]
         self._name_format = name_format  # format_name(file name, this) gives the names shown
