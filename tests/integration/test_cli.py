@@ -466,3 +466,12 @@ if pid == 0:
     assert (tmp_path / "child_done").exists()
     assert_profile(out.stderr, tmp_path / "proton.hatchet", {"k_parent": 1})
     assert "finalized the profiling session itself" not in out.stderr
+
+
+@pytest.mark.parametrize("metrics", ["time/hours", "time/ms,,count", "tflop/xs"])
+def test_a_bad_print_metric_list_is_refused_before_the_target_runs(lepton, tmp_path, metrics):
+    write(tmp_path / "ran.py", "open('ran', 'w').close()\n")
+    out = run(lepton, "-b", "fake", "--print", metrics, "ran.py")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("lepton: error: --print: bad metric list") and out.stderr.count("\n") == 1
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "proton.hatchet").exists()

@@ -96,6 +96,17 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
 _VALUE_FLAGS = frozenset(flag for flags, _ in _OPTIONS for flag in flags)
 
 
+def _check_print_metrics(metrics: str) -> None:
+    """`--print`'s metric list against the viewer's grammar, before the target runs (imported
+    here only: the viewer loads numpy)."""
+    from ..viewer.derive import MetricError, check_metric_specs
+
+    try:
+        check_metric_specs(metrics)
+    except MetricError as e:
+        raise UsageError(f"--print: {e}") from None
+
+
 def _parser() -> _Parser:
     p = _Parser(prog="lepton", usage=USAGE, allow_abbrev=False,
                 description="Run a Python program under the Lepton profiler; the profile is written "
@@ -129,6 +140,8 @@ def parse_args(argv: Sequence[str]) -> Options:
     target = parse_target(words)
     if ns.print_metrics is not None and ns.data != "tree":
         raise UsageError("--print needs --data tree (the viewer reads tree profiles)")
+    if ns.print_metrics is not None:
+        _check_print_metrics(ns.print_metrics)
     name = ns.name if ns.name is not None else api.DEFAULT_PROFILE_NAME
     if name in ("", "-"):
         if ns.print_metrics is not None:
