@@ -475,3 +475,14 @@ def test_a_bad_print_metric_list_is_refused_before_the_target_runs(lepton, tmp_p
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("lepton: error: --print: bad metric list") and out.stderr.count("\n") == 1
     assert not (tmp_path / "ran").exists() and not (tmp_path / "proton.hatchet").exists()
+
+
+def test_a_profile_that_cannot_go_where_asked_goes_to_the_current_folder_with_one_line(lepton, tmp_path):
+    write(tmp_path / "ok.py", KERNEL.format(name="k_kept"))
+    (tmp_path / "a_file").write_text("")
+    out = run(lepton, "-b", "fake", "-n", str(tmp_path / "a_file" / "prof"), "ok.py")
+    assert out.returncode == 0, out.stderr
+    moved = [line for line in out.stderr.splitlines() if "could not write" in line]
+    assert len(moved) == 1 and str(tmp_path / "prof.hatchet") in moved[0], out.stderr
+    assert "Traceback" not in out.stderr and ".lepton-" not in out.stderr
+    assert kernel_counts(tmp_path / "prof.hatchet") == {"k_kept": 1}
