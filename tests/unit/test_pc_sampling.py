@@ -171,3 +171,24 @@ def test_samples_of_a_function_not_in_the_batch_wait_for_one_that_has_it():
     assert att.pending_samples() == 0
     tree = profile_of(paths, second)
     assert child(child(tree[0], "bar"), "/src/k.py:3@foo")["metrics"]["num_samples"] == 4
+
+
+def test_the_cupti_backend_takes_pcsampling_and_refuses_other_modes():
+    from lepton.collect.cupti.pc_sampling import PCSamplingBackend, make_cupti_backend
+    from lepton.errors import UsageError
+
+    with pytest.raises(UsageError, match="unsupported mode: instrumentation"):
+        make_cupti_backend("instrumentation", cupti=object(), driver=object())
+    b = make_cupti_backend("pcsampling:interval=4096", cupti=object(), driver=object())
+    assert isinstance(b, PCSamplingBackend) and b.period_log2 == 12 and b.mode == "pcsampling:interval=4096"
+
+
+def test_the_lines_view_lists_a_kernels_hottest_lines_with_shares_and_stalls(capsys):
+    from lepton.viewer.lines import main
+
+    assert main(["/work/main/tests/data/proton_3_6/pcsampling_lines.hatchet".replace(
+        "/work/main/", __file__[:__file__.index("tests/")]), "-k", "^step/work", "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("step/work  (293730 samples)")
+    assert "78.5%  /home/user/bench/in_kernel_workload.py:34@work" in out
+    assert "stalls: selected 62%, long_scoreboard 28%" in out
