@@ -95,7 +95,7 @@ def main() -> None:
         return
     none = [r[0] for r in (run("none", 0, a.steps) for _ in range(a.reps)) if r]
     base = statistics.median(none) if none else float("nan")
-    print(f"| interval (cycles) | none ms/step | lepton ms/step | proton ms/step | proton / lepton |")
+    print("| interval (cycles) | none ms/step | lepton ms/step | proton ms/step | proton / lepton |")
     print("|---|---|---|---|---|")
     for interval in [int(i) for i in a.intervals.split(",")]:
         med = {}

@@ -144,7 +144,7 @@ def test_a_kernel_compiled_before_start_still_gets_source_lines(tmp_path):
         proton.finalize()
         result(ok=True)
     """)
-    flat, root = tree(tmp_path / "prof.hatchet")
+    flat, _root = tree(tmp_path / "prof.hatchet")
     lines = lines_under(flat, ("sampled", "foo"))
     assert lines and sum(m["num_samples"] for m in lines.values()) > 0
 
