@@ -39,7 +39,8 @@ class KernelBatch:
     stream_id: np.ndarray  # int32
     correlation_id: np.ndarray | None = None  # int64, the driver's launch correlation id
     device_type: str = "CUDA"
-    # Flexible metrics of single launches (launch metadata): correlation id -> {name: value}.
+    # Flexible metrics of single launches (launch metadata): correlation id -> {name: value}; a
+    # `ChildNode` or `AT_ROOT` key holds a dict of metrics for that node instead.
     launch_metrics: dict[int, dict[str, object]] = field(default_factory=dict)
     # For python-context sessions, when it differs: the parent by the Python stack of the launch.
     python_parent_path: np.ndarray | None = None  # int64
@@ -65,6 +66,24 @@ class KernelBatch:
             correlation_id=None if correlation_id is None else col(correlation_id, np.int64),
             device_type=device_type,
         )
+
+
+@dataclass(frozen=True)
+class ChildNode:
+    """A key of a kernel's `launch_metrics` whose value is a dict of metrics for a child node of the
+    kernel's node named `name` (instruction sampling's `<dir>/<file>:<line>@<function>` nodes).
+    Such a node has no path id: it exists only in the tree of the sessions that got the metrics."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AtRoot:
+    """A key of a kernel's `launch_metrics` whose value is a dict of metrics for ROOT (run-wide
+    facts such as instruction sampling's period)."""
+
+
+AT_ROOT = AtRoot()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 from .aggregate import sum_by_group
 from .metrics import MetricKind, MetricSpec, coerce_metric_value, merge_metric, parse_metric_name
 from .paths import ROOT, PathTable
-from .records import KernelBatch
+from .records import AtRoot, ChildNode, KernelBatch
 
 
 @dataclass
@@ -34,6 +34,9 @@ class TreeData:
         self.metrics: dict[int, dict[str, object]] = {}
         self.specs: dict[str, MetricSpec] = {}
         self.properties_set: set[int] = set()  # op nodes whose kernel properties are recorded
+        # Metrics of nodes with no path id, under a path: (parent path, child name) -> metrics
+        # (instruction sampling's source lines under a kernel node).
+        self.child_metrics: dict[tuple[int, str], dict[str, object]] = {}
 
     def set_properties_once(self, pid: int, properties: dict[str, object]) -> None:
         """Kernel properties do not change between launches of one compiled kernel: recorded once."""
@@ -75,7 +78,26 @@ class TreeData:
 
     def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None:
         for pid, metrics in metrics_by_row:
-            self.add_metrics(pid, metrics)
+            plain = {k: v for k, v in metrics.items() if not isinstance(k, (ChildNode, AtRoot))}
+            if plain:
+                self.add_metrics(pid, plain)
+            if len(plain) == len(metrics):
+                continue
+            for key, sub in metrics.items():
+                if isinstance(key, ChildNode):
+                    self.add_child_metrics(pid, key.name, sub)
+                elif isinstance(key, AtRoot):
+                    self.add_metrics(ROOT, sub)
+
+    def add_child_metrics(self, pid: int, name: str, metrics: dict[str, object]) -> None:
+        """Adds metrics to the child `name` of node `pid`, a node that has no path id."""
+        node = self.child_metrics.setdefault((pid, name), {})
+        for raw, value in metrics.items():
+            spec = parse_metric_name(raw)
+            value = coerce_metric_value(spec.name, value, spec.kind)
+            if spec.name not in self.specs:
+                self.specs[spec.name] = spec
+            node[spec.name] = merge_metric(spec.name, spec.kind, node.get(spec.name), value)
 
     def add_scope_event(self, event) -> None:
         """Scope instances are a trace's: a tree keeps the scope's path only (`scopes`)."""
@@ -163,4 +185,10 @@ def build_tree(paths: PathTable, data: TreeData) -> Node:
         node_of(pid).kernel = ks
     for pid, metrics in data.metrics.items():
         node_of(pid).metrics.update(metrics)
+    for (pid, name), metrics in data.child_metrics.items():
+        parent = node_of(pid)
+        child = parent.children.get(name)
+        if child is None:
+            child = parent.children[name] = Node(name, -1)
+        child.metrics.update(metrics)
     return root

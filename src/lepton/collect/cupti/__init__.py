@@ -10,8 +10,9 @@ import sys
 from ..backend import register_backend
 from .backend import CuptiBackend
 from .library import find_cupti, find_libcuda, nvidia_device_present
+from .pc_sampling import PCSamplingBackend, make_cupti_backend
 
-__all__ = ["CuptiBackend", "probe"]
+__all__ = ["CuptiBackend", "PCSamplingBackend", "probe"]
 
 
 def probe() -> tuple[bool, str]:
@@ -29,4 +30,4 @@ def probe() -> tuple[bool, str]:
     return True, f"CUPTI at {path} ({how})"
 
 
-register_backend("cupti", CuptiBackend)
+register_backend("cupti", make_cupti_backend)  # mode "" or "pcsampling[:interval=N]"

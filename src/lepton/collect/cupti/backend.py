@@ -206,7 +206,7 @@ class CuptiBackend(Backend):
 
     def __init__(self, mode: str = "", *, cupti: Cupti | None = None, driver: Driver | None = None) -> None:
         """`cupti` and `driver` default to the real libraries; tests pass fakes."""
-        if mode:
+        if mode.split(":", 1)[0] not in self.modes:
             raise UsageError(f"CuptiProfiler: unsupported mode: {mode}")
         super().__init__(mode)
         self.cupti = cupti if cupti is not None else Cupti()

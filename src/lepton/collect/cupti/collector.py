@@ -99,6 +99,9 @@ class Collector:
         # launches then need no launch callback (two calls into Python each through ctypes).
         self.hooked_stacks_at: PathsAt | None = None
         self._hooked_stack = np.zeros(1 << table_bits, np.int64)
+        # Called with each batch before it is delivered, under `lock` (instruction sampling puts
+        # its samples on the batch's `launch_metrics` there: `pcs_attribute`).
+        self.before_ingest: Callable[[KernelBatch], None] | None = None
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
     def add_buffer(self, buf: np.ndarray, valid_bytes: int) -> None:
@@ -138,6 +141,8 @@ class Collector:
             if batch is None or not len(batch):
                 return 0
             self.kernels_delivered += len(batch)
+            if self.before_ingest is not None:
+                self.before_ingest(batch)
         self.sink.ingest(batch)
         return len(batch)
 

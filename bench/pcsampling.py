@@ -1,0 +1,110 @@
+"""Cost of instruction sampling: no profiler, Lepton's pcsampling and Proton's, on the in-kernel
+workload of ../shared/spec/in-kernel-notes.md §0 (one ~30 µs Triton kernel of 4096 blocks and one
+torch kernel per step, 200 steps). Every configuration runs in its own process; the Triton kernel is
+compiled inside the session, as in the notes' measurement. GPU machine only.
+
+usage:  python bench/pcsampling.py [--steps 200] [--reps 3] [--intervals 1024,16384,262144]
+        python bench/pcsampling.py --child TOOL INTERVAL STEPS OUTDIR     (internal)
+TOOL = none | lepton | proton. Proton ignores the interval (it always samples every 2^10 cycles);
+it is run at each interval anyway, so every row compares the same request.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def child(tool: str, interval: int, steps: int, outdir: str) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def work(x, z, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        acc = tl.load(x + offs, mask=m)
+        for _ in range(ITERS):
+            acc = acc * 1.0001 + 0.5
+        tl.store(z + offs, acc, mask=m)
+
+    x = torch.randn(1 << 22, device="cuda")
+    z = torch.empty_like(x)
+    prof = None
+    if tool != "none":
+        if tool == "proton":
+            import triton.profiler as prof
+            from triton.profiler.mode import PCSampling
+        else:
+            import lepton as prof
+            from lepton.mode import PCSampling
+        prof.start(os.path.join(outdir, tool), mode=PCSampling(interval=interval))
+
+    def step():
+        work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024)
+        z.add_(1.0)
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        if prof is not None:
+            with prof.scope("step"):
+                step()
+        else:
+            step()
+    torch.cuda.synchronize()
+    t1 = time.perf_counter()
+    if prof is not None:
+        prof.finalize()
+    t2 = time.perf_counter()
+    print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f}", flush=True)
+
+
+def run(tool: str, interval: int, steps: int) -> tuple[float, float] | None:
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([sys.executable, __file__, "--child", tool, str(interval), str(steps), out],
+                           capture_output=True, text=True, env=env, timeout=600)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
+    if p.returncode != 0 or line is None:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        print(f"  {tool} interval={interval}: failed (exit {p.returncode}): {' | '.join(tail)}", file=sys.stderr)
+        return None
+    fields = dict(kv.split("=") for kv in line.split()[1:])
+    return float(fields["ms_per_step"]), float(fields["finalize_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--intervals", default="1024,16384,262144")
+    ap.add_argument("--child", nargs=4, metavar=("TOOL", "INTERVAL", "STEPS", "OUTDIR"))
+    a = ap.parse_args()
+    if a.child:
+        tool, interval, steps, out = a.child
+        child(tool, int(interval), int(steps), out)
+        return
+    none = [r[0] for r in (run("none", 0, a.steps) for _ in range(a.reps)) if r]
+    base = statistics.median(none) if none else float("nan")
+    print("| interval (cycles) | none ms/step | lepton ms/step | proton ms/step | proton / lepton |")
+    print("|---|---|---|---|---|")
+    for interval in [int(i) for i in a.intervals.split(",")]:
+        med = {}
+        for tool in ("lepton", "proton"):
+            got = [r[0] for r in (run(tool, interval, a.steps) for _ in range(a.reps)) if r]
+            med[tool] = statistics.median(got) if got else float("nan")
+        ratio = med["proton"] / med["lepton"] if med["lepton"] > 0 else float("nan")
+        print(f"| {interval} | {base:.3f} | {med['lepton']:.3f} | {med['proton']:.3f} | {ratio:.1f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""Instruction sampling (`mode="pcsampling"`): CUPTI's PC sampling API through ctypes, continuously.
+
+What it does differently from Proton 3.6 (in-kernel-notes §1.3), and why it is cheap:
+- sampling is started once per CUDA context and stopped only to drain at a flush: no
+  `cuCtxSynchronize` and no start/stop per launch, kernels stay concurrent (CONCURRENT_KERNEL
+  records, as in the default mode);
+- CUPTI's buffer is drained (`cuptiPCSamplingGetData`) at each flush, at module load and unload (on
+  the loading thread, in CUPTI's resource callback), and decoded with numpy (`pcs_decode`);
+- samples are attributed to call paths when the kernel records of their launches are delivered
+  (`pcs_attribute`), since `correlationId` is 0 in continuous mode;
+- cubins are kept by CRC from every module loaded while sampling and from Triton's compiled kernels
+  (also those compiled before `start`), so source lines resolve for every Triton kernel Lepton has
+  seen (`cuptiGetSassToSourceCorrelation`, cached per function and PC offset).
+
+Threads: `_graph_callback` (module and context events) runs on the thread that loads a module or
+creates a context; drains hold `_lock`, so a flush and a module load never read one buffer at once.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import sys
+import threading
+from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
+
+from ...errors import BackendError, UsageError
+from . import layout
+from . import pcs_layout as L
+from .backend import CuptiBackend
+from .bindings import Cupti
+from .pcs_attribute import SampleAttributor
+from .pcs_decode import SampleBuffers, StallTable, by_line
+
+PCS_PER_GET = 4096  # PCs per cuptiPCSamplingGetData: 4096 x (64 B + ~40 reasons x 8 B) ≈ 1.5 MiB
+SCRATCH_BUFFER_BYTES = 16 << 20  # Proton's: CUPTI's host buffer of PC records between drains
+HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write samples to
+_MAX_GETS_PER_DRAIN = 100_000  # a runaway guard: 4e8 PCs
+
+
+class _Ctx(ctypes.Structure):  # Enable/Disable/Start/Stop params (24 B)
+    _fields_ = [("size", c_size_t), ("pPriv", c_void_p), ("ctx", c_void_p)]
+
+
+class _GetData(ctypes.Structure):  # CUpti_PCSamplingGetDataParams (32 B)
+    _fields_ = [("size", c_size_t), ("pPriv", c_void_p), ("ctx", c_void_p), ("pcSamplingData", c_void_p)]
+
+
+class _NumStallReasons(ctypes.Structure):  # CUpti_PCSamplingGetNumStallReasonsParams (32 B)
+    _fields_ = [("size", c_size_t), ("pPriv", c_void_p), ("ctx", c_void_p), ("numStallReasons", POINTER(c_size_t))]
+
+
+class _StallReasons(ctypes.Structure):  # CUpti_PCSamplingGetStallReasonsParams (48 B)
+    _fields_ = [("size", c_size_t), ("pPriv", c_void_p), ("ctx", c_void_p), ("numStallReasons", c_size_t),
+                ("stallReasonIndex", POINTER(c_uint32)), ("stallReasons", POINTER(c_char_p))]
+
+
+class _ConfigInfo(ctypes.Structure):  # CUpti_PCSamplingConfigurationInfo (32 B): the union as 3 words
+    _fields_ = [("attributeType", c_uint32), ("attributeStatus", c_uint32), ("word0", c_uint64),
+                ("word1", c_uint64), ("word2", c_uint64)]
+
+
+class _ConfigParams(ctypes.Structure):  # CUpti_PCSamplingConfigurationInfoParams (40 B)
+    _fields_ = [("size", c_size_t), ("pPriv", c_void_p), ("ctx", c_void_p), ("numAttributes", c_size_t),
+                ("pPCSamplingConfigurationInfo", POINTER(_ConfigInfo))]
+
+
+class _CubinCrc(ctypes.Structure):  # CUpti_GetCubinCrcParams (32 B)
+    _fields_ = [("size", c_size_t), ("cubinSize", c_size_t), ("cubin", c_void_p), ("cubinCrc", c_uint64)]
+
+
+class _SassToSource(ctypes.Structure):  # CUpti_GetSassToSourceCorrelationParams (64 B)
+    _fields_ = [("size", c_size_t), ("cubin", c_void_p), ("functionName", c_char_p), ("cubinSize", c_size_t),
+                ("lineNumber", c_uint32), ("pcOffset", c_uint64), ("fileName", c_void_p), ("dirName", c_void_p)]
+
+
+for _s, _n in ((_Ctx, 24), (_GetData, 32), (_NumStallReasons, 32), (_StallReasons, 48), (_ConfigInfo, 32),
+               (_ConfigParams, 40), (_CubinCrc, 32), (_SassToSource, 64)):
+    assert ctypes.sizeof(_s) == _n, (_s.__name__, ctypes.sizeof(_s))
+
+_FUNCTIONS = ("cuptiPCSamplingEnable", "cuptiPCSamplingDisable", "cuptiPCSamplingStart", "cuptiPCSamplingStop",
+              "cuptiPCSamplingGetData", "cuptiPCSamplingGetNumStallReasons", "cuptiPCSamplingGetStallReasons",
+              "cuptiPCSamplingSetConfigurationAttribute", "cuptiGetCubinCrc", "cuptiGetSassToSourceCorrelation")
+_libc = ctypes.CDLL(None)  # the process's own symbols: libc's free(), which CUPTI's strings need
+_libc.free.argtypes, _libc.free.restype = [c_void_p], None
+
+
+class PCSamplingApi:
+    """The PC sampling calls of the loaded libcupti. Raises one line where it has none."""
+
+    def __init__(self, cupti: Cupti) -> None:
+        self.cupti = cupti
+        missing = [f for f in _FUNCTIONS if not hasattr(cupti.lib, f)]
+        if missing or cupti.version < L.MIN_API_VERSION:
+            raise BackendError(
+                f"lepton: pcsampling needs CUPTI 12.4 or newer with the PC sampling API; the libcupti at "
+                f"{cupti.path} (API version {cupti.version}) lacks {', '.join(missing) or 'the 12.4 layouts'}")
+        self.fn = {}
+        for name in _FUNCTIONS:
+            f = getattr(cupti.lib, name)
+            f.restype, f.argtypes = ctypes.c_int, [c_void_p]
+            self.fn[name] = f
+
+    def call(self, name: str, params: ctypes.Structure) -> int:
+        return self.fn[name](ctypes.addressof(params))
+
+    def check(self, status: int, what: str) -> None:
+        if status == L.ERROR_INSUFFICIENT_PRIVILEGES:
+            raise BackendError(
+                "lepton: pcsampling cannot read the GPU's performance counters "
+                "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root, or load the NVIDIA driver with "
+                "NVreg_RestrictProfilingToAdminUsers=0 (see https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+        if status == L.ERROR_NOT_SUPPORTED:
+            raise BackendError(f"lepton: pcsampling is not supported here ({what}: CUPTI_ERROR_NOT_SUPPORTED): "
+                               "PC sampling needs a GPU of compute capability 7.0 or newer and a native "
+                               "(not virtualised or MIG-restricted) device")
+        self.cupti.check(status, what)
+
+    def ctx_call(self, name: str, ctx: int) -> None:
+        self.check(self.call(name, _Ctx(24, None, ctx)), name)
+
+    def stall_reasons(self, ctx: int) -> tuple[list[int], list[str]]:
+        n = c_size_t(0)
+        self.check(self.call("cuptiPCSamplingGetNumStallReasons", _NumStallReasons(32, None, ctx, ctypes.pointer(n))),
+                   "cuptiPCSamplingGetNumStallReasons")
+        names = [ctypes.create_string_buffer(L.STALL_REASON_STRING_SIZE) for _ in range(n.value)]
+        name_ptrs = (c_char_p * n.value)(*[ctypes.cast(b, c_char_p) for b in names])
+        indices = (c_uint32 * n.value)()
+        self.check(self.call("cuptiPCSamplingGetStallReasons",
+                             _StallReasons(48, None, ctx, n.value, indices, name_ptrs)),
+                   "cuptiPCSamplingGetStallReasons")
+        return list(indices), [b.value.decode(errors="replace") for b in names]
+
+    def cubin_crc(self, cubin: bytes) -> int:
+        params = _CubinCrc(32, len(cubin), ctypes.cast(c_char_p(cubin), c_void_p), 0)
+        self.check(self.call("cuptiGetCubinCrc", params), "cuptiGetCubinCrc")
+        return params.cubinCrc
+
+    def source_line(self, cubin: bytes, function: str, pc_offset: int) -> tuple[int, str, str] | None:
+        """`(line, file, dir)` of a PC, or None where the cubin has no line info for it. Frees the
+        strings CUPTI mallocs for the caller."""
+        params = _SassToSource(64, ctypes.cast(c_char_p(cubin), c_void_p), function.encode(), len(cubin), 0,
+                               pc_offset, None, None)
+        status = self.call("cuptiGetSassToSourceCorrelation", params)
+        try:
+            if status != layout.SUCCESS or not params.fileName:
+                return None
+            file = ctypes.string_at(params.fileName).decode(errors="replace")
+            folder = ctypes.string_at(params.dirName).decode(errors="replace") if params.dirName else ""
+            return params.lineNumber, file, folder
+        finally:
+            for p in (params.fileName, params.dirName):
+                if p:
+                    _libc.free(p)
+
+
+class _Context:
+    """One sampled CUDA context: its stall table and the memory lent to CUPTI (kept alive: CUPTI
+    holds the pointers until the context is disabled)."""
+
+    def __init__(self, api: PCSamplingApi, ctx: int, period_log2: int) -> None:
+        self.ctx = ctx
+        api.ctx_call("cuptiPCSamplingEnable", ctx)
+        indices, names = api.stall_reasons(ctx)
+        self.table = StallTable(indices, names)
+        self.buffers = SampleBuffers(PCS_PER_GET, len(indices))
+        self.indices = (c_uint32 * max(len(indices), 1))(*indices)
+        words = [
+            (L.ATTR_SAMPLING_PERIOD, period_log2, 0),
+            (L.ATTR_STALL_REASON, len(indices), ctypes.addressof(self.indices)),
+            (L.ATTR_SCRATCH_BUFFER_SIZE, SCRATCH_BUFFER_BYTES, 0),
+            (L.ATTR_HARDWARE_BUFFER_SIZE, HARDWARE_BUFFER_BYTES, 0),
+            (L.ATTR_SAMPLING_DATA_BUFFER, self.buffers.address, 0),
+            (L.ATTR_ENABLE_START_STOP_CONTROL, 1, 0),
+            (L.ATTR_COLLECTION_MODE, L.COLLECTION_MODE_CONTINUOUS, 0),
+        ]
+        self.configs = (_ConfigInfo * len(words))(*[_ConfigInfo(t, 0, a, b, 0) for t, a, b in words])
+        params = _ConfigParams(40, None, ctx, len(words), self.configs)
+        status = api.call("cuptiPCSamplingSetConfigurationAttribute", params)
+        bad = [(c.attributeType, c.attributeStatus) for c in self.configs if c.attributeStatus]
+        api.check(status, f"cuptiPCSamplingSetConfigurationAttribute (attribute, status: {bad})")
+        api.ctx_call("cuptiPCSamplingStart", ctx)
+        self.running = True
+
+
+def triton_cubins() -> list[bytes]:
+    """The cubins of every Triton kernel compiled in this process so far (`CompiledKernel.asm`),
+    also those compiled before `start`, whose module loads CUPTI never showed us."""
+    compiler = sys.modules.get("triton.compiler.compiler")
+    cls = getattr(compiler, "CompiledKernel", None)
+    if cls is None:
+        return []
+    out = []
+    for obj in gc.get_objects():
+        if isinstance(obj, cls):
+            asm = getattr(obj, "asm", None)
+            cubin = asm.get("cubin") if isinstance(asm, dict) else None
+            if isinstance(cubin, bytes):
+                out.append(cubin)
+    return out
+
+
+class PCSamplingBackend(CuptiBackend):
+    """The CUPTI backend with instruction sampling: kernels timed as in the default mode, samples
+    on their nodes and on one child per source line."""
+
+    modes = ("pcsampling",)
+
+    def __init__(self, mode: str = "pcsampling", **kw) -> None:
+        super().__init__(mode, **kw)
+        self.period_log2 = L.period_log2(mode)
+        self.api: PCSamplingApi | None = None
+        self.attributor = SampleAttributor(self.period_log2)
+        self._contexts: dict[int, _Context] = {}
+        self._cubins: dict[int, bytes] = {}  # CRC -> cubin
+        self._lines: dict[tuple[int, str, int], str] = {}  # (CRC, function, PC offset) -> node name
+        self._triton_seen = 0  # how many Triton cubins were hashed at the last scan
+        self._pcs_lock = threading.RLock()  # drains and context changes (not Backend._lock)
+        self._errors: list[str] = []
+        self.dropped_samples = 0
+
+    # -- start / flush / stop ---------------------------------------------------------------------------
+    def _do_start(self) -> None:
+        self.api = PCSamplingApi(self.cupti)  # one line, before anything is touched, if CUPTI lacks it
+        super()._do_start()
+        try:
+            if self._subscriber is None:
+                raise UsageError("lepton: pcsampling needs CUPTI's callbacks, which torch.profiler still holds; "
+                                 "run without torch.profiler in this process")
+            for cbid in (L.CBID_CONTEXT_CREATED, L.CBID_CONTEXT_DESTROY_STARTING, L.CBID_MODULE_LOADED,
+                         L.CBID_MODULE_UNLOAD_STARTING):
+                self.cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
+            self.collector.before_ingest = self.attributor.attach
+            for ctx in self._live_contexts():
+                self._enable(ctx)
+        except BaseException:
+            self._do_stop()
+            raise
+
+    def _live_contexts(self) -> list[int]:
+        """The current context and every active primary context (torch's and Triton's)."""
+        driver = self.driver
+        if not driver.initialized():
+            return []
+        lib, found = driver.lib, []
+        current = c_void_p()
+        if lib.cuCtxGetCurrent(ctypes.byref(current)) == 0 and current.value:
+            found.append(current.value)
+        for ordinal in range(driver.device_count()):
+            dev, flags, active = ctypes.c_int(0), ctypes.c_uint(0), ctypes.c_int(0)
+            if lib.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+                continue
+            if lib.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)) or not active.value:
+                continue
+            ctx = c_void_p()
+            if lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0:
+                lib.cuDevicePrimaryCtxRelease_v2(dev)  # stays alive: it is active
+                if ctx.value and ctx.value not in found:
+                    found.append(ctx.value)
+        return found
+
+    def _enable(self, ctx: int) -> None:
+        with self._pcs_lock, self._current(ctx):
+            if ctx not in self._contexts:
+                self._contexts[ctx] = _Context(self.api, ctx, self.period_log2)
+
+    @contextlib.contextmanager
+    def _current(self, ctx: int):
+        """`ctx` current on the calling thread meanwhile (CUPTI's PC sampling calls name the context,
+        but the driver work behind them may run in the current one)."""
+        lib = self.driver.lib
+        current = c_void_p()
+        if lib.cuCtxGetCurrent(ctypes.byref(current)) != 0 or current.value == ctx:
+            yield
+            return
+        if lib.cuCtxPushCurrent_v2(c_void_p(ctx)) != 0:
+            yield
+            return
+        try:
+            yield
+        finally:
+            lib.cuCtxPopCurrent_v2(ctypes.byref(c_void_p()))
+
+    def _do_flush(self) -> None:
+        if self.collector is not None:
+            self.driver.synchronize_all()  # every kernel ended: its samples are in CUPTI's buffers
+            self._drain_all(restart=True)
+        super()._do_flush()  # its kernel records are delivered, with the samples (`before_ingest`)
+        self._report()
+
+    def _do_stop(self) -> None:
+        try:
+            if self.collector is not None:
+                self.driver.synchronize_all()
+                self._drain_all(restart=False)
+                for ctx in list(self._contexts):
+                    self._disable(ctx)
+        finally:
+            super()._do_stop()
+            self._report()
+            left = self.attributor.take_pending().total()
+            if left:
+                print(f"lepton: warning: {left} instruction samples belong to kernels whose records were "
+                      "delivered before their samples were drained; they are not in the profile",
+                      file=sys.stderr)
+
+    def _disable(self, ctx: int) -> None:
+        with self._pcs_lock:
+            state = self._contexts.pop(ctx, None)
+            if state is not None and self.api is not None:
+                self.api.call("cuptiPCSamplingDisable", _Ctx(24, None, ctx))  # the context may be going
+
+    # -- drains -------------------------------------------------------------------------------------------
+    def _drain_all(self, restart: bool) -> None:
+        with self._pcs_lock:
+            for state in list(self._contexts.values()):
+                self._drain(state, stop=True, restart=restart)
+
+    def _drain(self, state: _Context, stop: bool, restart: bool = True) -> None:
+        """Moves CUPTI's samples into the attributor. `stop`: stop sampling first (CUPTI then
+        flushes the device buffer into its own), and start again if `restart`."""
+        api = self.api
+        with self._pcs_lock, self._current(state.ctx):
+            if stop and state.running:
+                api.ctx_call("cuptiPCSamplingStop", state.ctx)
+                state.running = False
+            params = _GetData(32, None, state.ctx, state.buffers.address)
+            for _ in range(_MAX_GETS_PER_DRAIN):
+                api.check(api.call("cuptiPCSamplingGetData", params), "cuptiPCSamplingGetData")
+                drain = state.buffers.decode()
+                self.dropped_samples += drain.dropped_samples
+                if drain.hardware_buffer_full:
+                    self._errors.append("the GPU's sample buffer filled up: samples were lost "
+                                        "(a longer PCSampling(interval=...) keeps fewer)")
+                if drain.num_pcs:
+                    self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
+                if drain.remaining_pcs == 0:
+                    break
+            if restart and stop:
+                api.ctx_call("cuptiPCSamplingStart", state.ctx)
+                state.running = True
+
+    def _report(self) -> None:
+        n, self.dropped_samples = self.dropped_samples, 0
+        if n and self.sink is not None:
+            self.sink.report_dropped(n, "pc sampling")
+        errors, self._errors = self._errors, []
+        for message in dict.fromkeys(errors):
+            print(f"lepton: warning: {message}", file=sys.stderr)
+
+    # -- source lines -------------------------------------------------------------------------------------
+    def _line_of(self, crc: int, function: str, pc_offset: int) -> str:
+        key = (crc, function, pc_offset)
+        name = self._lines.get(key)
+        if name is None:
+            cubin = self._cubins.get(crc)
+            if cubin is None:
+                self._keep_triton_cubins()
+                cubin = self._cubins.get(crc)
+            where = self.api.source_line(cubin, function, pc_offset) if cubin is not None else None
+            # Proton's name: "<dir>/<file>:<line>@<function>"; "" = no line (the kernel node's).
+            name = "" if where is None else f"{where[2]}/{where[1]}:{where[0]}@{function}"
+            self._lines[key] = name
+        return name
+
+    def _keep_cubin(self, cubin: bytes) -> None:
+        self._cubins.setdefault(self.api.cubin_crc(cubin), cubin)
+
+    def _keep_triton_cubins(self) -> None:
+        cubins = triton_cubins()
+        if len(cubins) != self._triton_seen:
+            self._triton_seen = len(cubins)
+            known = set(map(id, self._cubins.values()))
+            for cubin in cubins:
+                if id(cubin) not in known:
+                    self._keep_cubin(cubin)
+
+    # -- CUPTI resource callbacks (on the thread that loads the module or creates the context) -------------
+    def _graph_callback(self, cbid: int, cbdata: int) -> None:
+        if cbid not in (L.CBID_CONTEXT_CREATED, L.CBID_CONTEXT_DESTROY_STARTING, L.CBID_MODULE_LOADED,
+                        L.CBID_MODULE_UNLOAD_STARTING):
+            super()._graph_callback(cbid, cbdata)
+            return
+        try:
+            ctx = c_void_p.from_address(cbdata + L.RESOURCE_CONTEXT).value
+            if cbid == L.CBID_CONTEXT_CREATED:
+                self._enable(ctx)
+            elif cbid == L.CBID_CONTEXT_DESTROY_STARTING:
+                state = self._contexts.get(ctx)
+                if state is not None:
+                    self._drain(state, stop=True, restart=False)
+                self._disable(ctx)
+            else:
+                module = c_void_p.from_address(cbdata + layout.ResourceData.resource_descriptor).value
+                if module:
+                    size = c_size_t.from_address(module + L.MODULE_CUBIN_SIZE).value
+                    pointer = c_void_p.from_address(module + L.MODULE_CUBIN).value
+                    if pointer and size:
+                        self._keep_cubin(ctypes.string_at(pointer, size))
+                state = self._contexts.get(ctx)
+                if state is not None:  # CUPTI flushes the module's samples into its buffer here
+                    self._drain(state, stop=False)
+        except Exception as e:  # noqa: BLE001  (an exception cannot cross CUPTI's C callback)
+            self._errors.append(str(e))
+            print(f"lepton: error: {e}", file=sys.stderr)
+
+
+def _string_at(address: int) -> str:
+    return ctypes.string_at(address).decode("utf-8", errors="replace") if address else "<unknown function>"
+
+
+def make_cupti_backend(mode: str = "", **kw) -> CuptiBackend:
+    """The CUPTI backend for `mode`: "" (kernel times) or "pcsampling[:interval=N]"."""
+    if mode.split(":", 1)[0] == "pcsampling":
+        return PCSamplingBackend(mode, **kw)
+    return CuptiBackend(mode, **kw)
