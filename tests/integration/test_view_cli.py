@@ -127,3 +127,17 @@ def test_a_reader_that_stops_early_is_not_an_error(command, tmp_path):
     assert process.wait(timeout=60) == 0
     assert first == b"4096000000.000 ROOT\n"
     assert b"Traceback" not in stderr
+
+
+def test_lines_lists_each_sampled_kernels_hottest_lines(tmp_path):
+    """On Proton's own pcsampling profile (`-i` picks kernels by their call path)."""
+    out = subprocess.run([sys.executable, "-m", "lepton.viewer", "--lines", "2", "-i", "work",
+                          str(ROOT / "tests" / "data" / "proton_3_6" / "pcsampling_lines.hatchet")],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "step/work  (293730 samples)"
+    assert lines[1].split() == ["78.5%", "/home/user/bench/in_kernel_workload.py:34@work"]
+    assert lines[2].strip().startswith("stalls: selected 62%, long_scoreboard 28%")
+    assert "vectorized_elementwise" not in out.stdout

@@ -94,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"show at most N nodes in the tree and in --print-sorted, then one line\n"
                              f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
                              "csv and json output are never cut)")
+    parser.add_argument("--lines", type=_count, metavar="N", default=None,
+                        help="instruction samples (mode=pcsampling): each sampled kernel's N hottest\n"
+                             "source lines with their share, top stall reasons and source text\n"
+                             "(-i picks kernels by a regex of their call path)")
     return parser
 
 
@@ -118,6 +122,11 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     options = parse_options(argv)  # argparse exits with 2 on a bad command line
+    lines = build_parser().parse_args(argv).lines
+    if lines is not None:
+        from ..viewer import lines as hottest_lines
+
+        return hottest_lines.main([options.file, "-n", str(lines), *(["-k", options.include] if options.include else [])])
     try:
         with without_gc():  # see without_gc: loading and rendering make no reference cycles
             return run(options, stdout, stderr)

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .load import ProfileError, _decode, read_file
+from .load import ProfileError, load_document
 
 _LINE_NODE = re.compile(r"^(?P<file>.+):(?P<line>\d+)@(?P<function>.+)$")
 
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--stalls", type=int, default=3, help="stall reasons per line (default 3)")
     a = p.parse_args(argv)
     try:
-        document = _decode(read_file(a.file), a.file)
+        document = load_document(a.file)
     except ProfileError as e:
         print(f"lepton-view: error: {e}", file=sys.stderr)
         return 1

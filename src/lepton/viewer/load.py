@@ -79,6 +79,25 @@ def _first_byte(data: bytes) -> bytes:
     return data[start:start + 1]
 
 
+def load_document(path: str | os.PathLike) -> list:
+    """A hatchet file's decoded document, `[tree, devices]` (JSON or MessagePack), for tools that walk
+    the nested tree themselves (`viewer.lines`)."""
+    data, source = read_file(path), os.fspath(path)
+    with without_gc():
+        if not _first_byte(data):
+            raise ProfileError(f"'{source}' is empty, not a profile")
+        if _is_json(data, source):
+            with _json_errors(data, source):
+                try:
+                    return json.loads(data)
+                except RecursionError:
+                    raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it") from None
+        document = _decode_msgpack(data, source)
+        if document is _TOO_DEEP:
+            raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it")
+        return document
+
+
 def _is_json(data: bytes, source: str) -> bool:
     return _first_byte(data) in (b"[", b"{") and not source.endswith(MSGPACK_SUFFIXES)
 
