@@ -151,9 +151,7 @@ class HotPath:
         # a thread that marks only there counts as a marking thread too.
         self.python_timeline = ThreadTimelines(census=self.timeline.census)
         self._python_marks = threading.local()  # .marks: the thread's marks on `python_timeline`
-        # The path of the Python stack that calls its caller: Lepton's launch callbacks and Triton
-        # stack hook call it, and their own frames are folded anyway.
-        self.caller_path = functools.partial(python_path, self.paths, None, None, 2)
+
         self.scope_ids = itertools.count(1)
         self._ops: dict[tuple[int, str], int] = {}
         self.set_sessions(False, (), None)
@@ -224,6 +222,16 @@ class HotPath:
                 marks = self._python_marks.marks = self.python_timeline.log().marks
             now = clock()
             marks.extend((now, ~(stack_path + 1), now, 0))
+
+    def caller_path(self) -> int:
+        """The python context's path of a launch: the Python stack that calls the caller (Lepton's
+        launch callbacks and Triton stack hook, whose frames are folded anyway), with the thread's
+        state appended, as Proton appends it."""
+        pid = python_path(self.paths, None, None, 3)
+        t = getattr(self.threads.local, "thread", None)
+        if t is not None and t.state is not None:
+            pid = self.threads.effective(t, pid)
+        return pid
 
     # -- threads --------------------------------------------------------------------------------
     def thread(self) -> ThreadState:
