@@ -163,6 +163,10 @@ class _Context:
         api.ctx_call("cuptiPCSamplingEnable", ctx)
         indices, names = api.stall_reasons(ctx)
         self.table = StallTable(indices, names)
+        # Two buffers: CUPTI flushes into the configured one by itself (module unload, context
+        # end), and `cuptiPCSamplingGetData` must be given another (given the configured one, it
+        # returned no PC on the H100 with CUDA 13, where another buffer got them all).
+        self.flushed = SampleBuffers(PCS_PER_GET, len(indices))
         self.buffers = SampleBuffers(PCS_PER_GET, len(indices))
         self.indices = (c_uint32 * max(len(indices), 1))(*indices)
         words = [
@@ -170,7 +174,7 @@ class _Context:
             (L.ATTR_STALL_REASON, len(indices), ctypes.addressof(self.indices)),
             (L.ATTR_SCRATCH_BUFFER_SIZE, SCRATCH_BUFFER_BYTES, 0),
             (L.ATTR_HARDWARE_BUFFER_SIZE, HARDWARE_BUFFER_BYTES, 0),
-            (L.ATTR_SAMPLING_DATA_BUFFER, self.buffers.address, 0),
+            (L.ATTR_SAMPLING_DATA_BUFFER, self.flushed.address, 0),
             (L.ATTR_ENABLE_START_STOP_CONTROL, 1, 0),
             (L.ATTR_COLLECTION_MODE, L.COLLECTION_MODE_CONTINUOUS, 0),
         ]
@@ -324,21 +328,28 @@ class PCSamplingBackend(CuptiBackend):
             if stop and state.running:
                 api.ctx_call("cuptiPCSamplingStop", state.ctx)
                 state.running = False
+            self._take(state, state.flushed)
             params = _GetData(32, None, state.ctx, state.buffers.address)
             for _ in range(_MAX_GETS_PER_DRAIN):
                 api.check(api.call("cuptiPCSamplingGetData", params), "cuptiPCSamplingGetData")
-                drain = state.buffers.decode()
-                self.dropped_samples += drain.dropped_samples
-                if drain.hardware_buffer_full:
-                    self._errors.append("the GPU's sample buffer filled up: samples were lost "
-                                        "(a longer PCSampling(interval=...) keeps fewer)")
-                if drain.num_pcs:
-                    self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
+                drain = self._take(state, state.buffers)
                 if drain.remaining_pcs == 0:
                     break
             if restart and stop:
                 api.ctx_call("cuptiPCSamplingStart", state.ctx)
                 state.running = True
+
+    def _take(self, state: _Context, buffers: SampleBuffers):
+        """Moves what `buffers` holds into the attributor, marks it read, and returns the drain."""
+        drain = buffers.decode()
+        buffers.mark_read()
+        self.dropped_samples += drain.dropped_samples
+        if drain.hardware_buffer_full:
+            self._errors.append("the GPU's sample buffer filled up: samples were lost "
+                                "(a longer PCSampling(interval=...) keeps fewer)")
+        if drain.num_pcs:
+            self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
+        return drain
 
     def _report(self) -> None:
         n, self.dropped_samples = self.dropped_samples, 0
@@ -398,8 +409,10 @@ class PCSamplingBackend(CuptiBackend):
                     if pointer and size:
                         self._keep_cubin(ctypes.string_at(pointer, size))
                 state = self._contexts.get(ctx)
-                if state is not None:  # CUPTI flushes the module's samples into its buffer here
-                    self._drain(state, stop=False)
+                if state is not None and cbid == L.CBID_MODULE_UNLOAD_STARTING:
+                    # The module's samples must be read before it goes. Never read while sampling
+                    # runs: on CUDA 13 that empties the buffer and leaves the next read empty.
+                    self._drain(state, stop=True, restart=True)
         except Exception as e:  # noqa: BLE001  (an exception cannot cross CUPTI's C callback)
             self._errors.append(str(e))
             print(f"lepton: error: {e}", file=sys.stderr)

@@ -189,3 +189,10 @@ class SampleBuffers:
 
     def decode(self) -> Drain:
         return decode(self.header, self.pcs, self.stalls, self.stalls.ctypes.data)
+
+    def mark_read(self) -> None:
+        """Empties the counts, so that a buffer CUPTI did not write again reads as empty."""
+        h = self.header.view(L.DATA_DTYPE)
+        for name in ("total_num_pcs", "total_samples", "dropped_samples", "remaining_num_pcs",
+                      "non_user_samples", "hardware_buffer_full"):
+            h[name] = 0
