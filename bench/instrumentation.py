@@ -1,0 +1,109 @@
+"""Cost of scopes inside kernels: no profiler, Lepton's `backend="instrumentation"` and Proton's, on
+the in-kernel workload of ../shared/spec/in-kernel-notes.md §0 (one ~30 µs Triton kernel of 4096
+blocks with a `load` scope, and one torch kernel, per step). Each configuration runs in its own
+process; the kernel is compiled inside the session. GPU machine only.
+
+usage:  python bench/instrumentation.py [--steps 200] [--reps 1]
+        python bench/instrumentation.py --child TOOL STEPS OUTDIR     (internal; TOOL = none | lepton | proton)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def child(tool: str, steps: int, outdir: str) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+    import triton.profiler.language as pl
+
+    pl.enable_semantic("triton")
+
+    @triton.jit
+    def work(x, z, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+        pl.enter_scope("load")
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        acc = tl.load(x + offs, mask=m)
+        pl.exit_scope("load")
+        for _ in range(ITERS):
+            acc = acc * 1.0001 + 0.5
+        tl.store(z + offs, acc, mask=m)
+
+    x = torch.randn(1 << 22, device="cuda")
+    z = torch.empty_like(x)
+    prof = None
+    if tool != "none":
+        if tool == "proton":
+            import triton.profiler as prof
+        else:
+            import lepton as prof
+        prof.start(os.path.join(outdir, tool), backend="instrumentation")
+
+    def step():
+        work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024)
+        z.add_(1.0)
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        if prof is not None:
+            with prof.scope("step"):
+                step()
+        else:
+            step()
+    torch.cuda.synchronize()
+    t1 = time.perf_counter()
+    if prof is not None:
+        prof.finalize()
+    t2 = time.perf_counter()
+    print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f}", flush=True)
+
+
+def run(tool: str, steps: int) -> tuple[float, float] | None:
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory() as out:
+        p = subprocess.run([sys.executable, __file__, "--child", tool, str(steps), out],
+                           capture_output=True, text=True, env=env, timeout=600)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
+    if p.returncode != 0 or line is None:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        print(f"  {tool}: failed (exit {p.returncode}): {' | '.join(tail)}", file=sys.stderr)
+        return None
+    fields = dict(kv.split("=") for kv in line.split()[1:])
+    return float(fields["ms_per_step"]), float(fields["finalize_s"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--child", nargs=3, metavar=("TOOL", "STEPS", "OUTDIR"))
+    a = ap.parse_args()
+    if a.child:
+        child(a.child[0], int(a.child[1]), a.child[2])
+        return
+    rows = {}
+    for tool in ("none", "lepton", "proton"):
+        got = [r for r in (run(tool, a.steps) for _ in range(a.reps)) if r]
+        rows[tool] = (statistics.median(g[0] for g in got), statistics.median(g[1] for g in got)) if got \
+            else (float("nan"), float("nan"))
+    base = rows["none"][0]
+    print("| tool | ms/step | x no profiler | finalize s |")
+    print("|---|---|---|---|")
+    for tool, (ms, fin) in rows.items():
+        print(f"| {tool} | {ms:.3f} | {ms / base:.2f} | {fin:.3f} |")
+    print(f"proton / lepton: {rows['proton'][0] / rows['lepton'][0]:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
