@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from instrumentation_buffers import E, S, launch, slot
 
 from lepton.collect.instrumentation.decode import decode_launch
-
-from instrumentation_buffers import E, S, launch, slot
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "instrumentation"
 
@@ -61,7 +60,7 @@ def test_scopes_pair_by_id_so_nested_scopes_interleave():
 
 
 def test_several_warps_and_ctas_keep_their_own_ids():
-    warps = lambda base: [[(S, 0, base + w), (E, 0, base + 100 + w)] for w in range(4)]  # noqa: E731
+    warps = lambda base: [[(S, 0, base + w), (E, 0, base + 100 + w)] for w in range(4)]
     ev = decode([slot(warps(1000 * p), program_id=p, hw_id=100 + p) for p in (2, 0, 1)], units=4)
     assert len(ev) == 12 and ev.num_ctas == 3
     assert ev.cta_ids.tolist() == [2, 0, 1]  # slot order
@@ -110,7 +109,7 @@ def test_4096_ctas_decode_in_numpy_time():
     ev = decode_launch(raw, 8320, 4)
     elapsed = time.perf_counter() - t0
     assert len(ev) == 4096 * 4 * 2 and ev.unpaired == 0
-    assert elapsed < 1.0, f"{elapsed:.3f} s for 4096 CTAs"  # ~10 ms measured
+    assert elapsed < 1.0, f"{elapsed:.3f} s for 4096 CTAs"  # ~25 ms measured
 
 
 def real(name):

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .aggregate import sum_by_group
+from .cycles import scope_chain, scope_name, scope_sums
 from .metrics import MetricKind, MetricSpec, coerce_metric_value, merge_metric, parse_metric_name
 from .paths import ROOT, PathTable
-from .cycles import scope_chain, scope_name, scope_sums
 from .records import AtRoot, ChildNode, CycleLaunch, KernelBatch
 
 # Instrumented scopes' metrics. Per node (not summed over subtrees): an enclosing scope's interval
@@ -132,7 +132,7 @@ class TreeData:
                 self.scopes.add(pid)
             self.add_metrics(pid, {_CYCLE_METRICS["cycles"]: cycles,
                                    _CYCLE_METRICS["normalized_cycles"]: cycles / warps,
-                                   _CYCLE_METRICS["ns"]: int(round(ns)),
+                                   _CYCLE_METRICS["ns"]: round(ns),
                                    _CYCLE_METRICS["normalized_ns"]: ns / warps})
             self.add_metrics(pid, {_DEVICE_PROPERTIES[k]: v for k, v in device.items()})
 

@@ -16,7 +16,8 @@ survivor sits where the next write would have gone.
 Pairing follows Proton's `CircularLayoutParser`, per (CTA, warp, scope): a START opens the scope
 unless it is open (START after START: ignored), an END closes it if it is open (END without START:
 ignored). Everything is numpy over all CTAs at once: a launch of 4096 CTAs x 4 warps x 4 events
-decodes in a few milliseconds (tests/unit/test_instrumentation_decode.py measures it).
+decodes in about 25 ms
+(tests/unit/test_instrumentation_decode.py measures it).
 """
 from __future__ import annotations
 
