@@ -59,6 +59,7 @@ and may leave out the unit ("time" for "time (ns)"). Derived metrics:
 - byte/s, gbyte/s, tbyte/s: bytes / time
 - util: max(flops / peak flops, bytes / peak bandwidth) / time, per kernel
 - <metric>/%%: share of ROOT (summed metrics) or of the column total (per-node metrics)
+- <metric>/kernel%%: an instrumented scope's share of its kernel (the kernel's top-level scopes = 100%%)
 Metrics on ROOT are summed over subtrees; the others are per node."""
 
 

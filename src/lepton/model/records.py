@@ -130,3 +130,63 @@ class PhaseData(Protocol):
     def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None: ...
 
     def device_ids(self) -> set[int]: ...
+
+    def add_cycle_launch(self, launch: CycleLaunch, paths) -> None:
+        """One decoded launch of an instrumented kernel (`paths`: the `PathTable` its ids are of)."""
+
+
+_NO_INT = np.zeros(0, np.int64)
+
+
+@dataclass
+class LaunchEvents:
+    """One launch of an instrumented kernel, decoded: every paired scope interval, one row each.
+
+    Per interval (int64 arrays of one length): `cta` (program id), `hw_id` (the SM that ran it),
+    `unit` (warp), `scope` (scope id), `start_cycle`, `end_cycle` (the SM's clock; `end_cycle` is
+    unwrapped past the 43-bit counter, so `end_cycle - start_cycle` is always the duration), and
+    `cta_index`, the row of the interval's CTA in the per-CTA arrays.
+
+    Per CTA whose slot decoded (int64 arrays of one length, in slot order): `cta_ids` (program ids),
+    `hw_ids`, `init_ns`, `pre_final_ns`, `post_final_ns` (the globaltimer, ns, at the CTA's start,
+    before and after it wrote its buffer out).
+
+    `dropped`: events lost because a warp's circular buffer wrapped; `unpaired`: events that formed
+    no interval (START after START, END without START, START never closed); `warnings`: one line
+    per kind of problem, saying how many and where."""
+
+    cta: np.ndarray = field(default_factory=lambda: _NO_INT)
+    hw_id: np.ndarray = field(default_factory=lambda: _NO_INT)
+    unit: np.ndarray = field(default_factory=lambda: _NO_INT)
+    scope: np.ndarray = field(default_factory=lambda: _NO_INT)
+    start_cycle: np.ndarray = field(default_factory=lambda: _NO_INT)
+    end_cycle: np.ndarray = field(default_factory=lambda: _NO_INT)
+    cta_ids: np.ndarray = field(default_factory=lambda: _NO_INT)
+    init_ns: np.ndarray = field(default_factory=lambda: _NO_INT)
+    pre_final_ns: np.ndarray = field(default_factory=lambda: _NO_INT)
+    post_final_ns: np.ndarray = field(default_factory=lambda: _NO_INT)
+    num_units: int = 0
+    num_ctas: int = 0
+    dropped: int = 0
+    unpaired: int = 0
+    warnings: list[str] = field(default_factory=list)
+    cta_index: np.ndarray = field(default_factory=lambda: _NO_INT)
+    hw_ids: np.ndarray = field(default_factory=lambda: _NO_INT)
+
+    def __len__(self) -> int:
+        return len(self.start_cycle)
+
+
+@dataclass
+class CycleLaunch:
+    """A decoded launch with what places it in a profile: the kernel's node (`kernel_pid`, a path
+    id), the kernel's scope names and nesting (`scope_parents`: child id -> parent id), and the
+    launch's call path from ROOT to the kernel (`call_path`, for the trace's `call_stack`)."""
+
+    kernel_pid: int
+    kernel_name: str
+    scope_names: dict[int, str]
+    scope_parents: dict[int, int]
+    events: LaunchEvents
+    call_path: tuple[str, ...] = ()
+    device_id: int = 0

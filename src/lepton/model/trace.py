@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .records import CycleLaunch
+
 
 @dataclass(slots=True)  # one per scope instance in a trace: slots make it cheaper to build
 class ScopeEvent:
@@ -27,6 +29,7 @@ class TraceData:
     _chunks: list[dict[str, np.ndarray]] = field(default_factory=list)
     device_type: str = "CUDA"
     properties_set: frozenset = frozenset()  # a trace records no kernel properties
+    cycle_launches: list[CycleLaunch] = field(default_factory=list)  # instrumented launches, in order
 
     def add_kernels(self, **columns: np.ndarray) -> None:
         if len(columns["pid"]):
@@ -52,8 +55,12 @@ class TraceData:
     def set_properties_once(self, pid: int, properties: dict) -> None:
         pass
 
+    def add_cycle_launch(self, launch: CycleLaunch, paths) -> None:
+        """Keeps the launch whole: the trace shows every interval (`writers.instrumentation_trace`)."""
+        self.cycle_launches.append(launch)
+
     def device_ids(self) -> set[int]:
-        return set(self.kernels()["device_id"].tolist())
+        return set(self.kernels()["device_id"].tolist()) | {c.device_id for c in self.cycle_launches}
 
     def kernels(self) -> dict[str, np.ndarray]:
         """All kernels as columns pid, name_pid, start_ns, end_ns, launch_ns, device_id, stream_id."""

@@ -11,9 +11,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .aggregate import sum_by_group
+from .cycles import scope_chain, scope_name, scope_sums
 from .metrics import MetricKind, MetricSpec, coerce_metric_value, merge_metric, parse_metric_name
 from .paths import ROOT, PathTable
-from .records import AtRoot, ChildNode, KernelBatch
+from .records import AtRoot, ChildNode, CycleLaunch, KernelBatch
+
+# Instrumented scopes' metrics. Per node (not summed over subtrees): an enclosing scope's interval
+# already contains its nested scopes', and Proton writes no zero for them on ROOT either.
+_CYCLE_METRICS = {k: MetricSpec(k, MetricKind.EXCLUSIVE) for k in ("cycles", "normalized_cycles", "ns", "normalized_ns")}
+_DEVICE_PROPERTIES = {k: MetricSpec(k, MetricKind.NODE_PROPERTY) for k in ("device_id", "device_type")}
+CUDA_DEVICE_TYPE = "1"  # Proton's DeviceType::CUDA, as its instrumentation tree writes it
 
 
 @dataclass
@@ -37,6 +44,7 @@ class TreeData:
         # Metrics of nodes with no path id, under a path: (parent path, child name) -> metrics
         # (instruction sampling's source lines under a kernel node).
         self.child_metrics: dict[tuple[int, str], dict[str, object]] = {}
+        self.cycle_devices: set[int] = set()  # devices of instrumented launches
 
     def set_properties_once(self, pid: int, properties: dict[str, object]) -> None:
         """Kernel properties do not change between launches of one compiled kernel: recorded once."""
@@ -102,8 +110,34 @@ class TreeData:
     def add_scope_event(self, event) -> None:
         """Scope instances are a trace's: a tree keeps the scope's path only (`scopes`)."""
 
+    def add_cycle_launch(self, launch: CycleLaunch, paths: PathTable) -> None:
+        """Adds an instrumented launch: its kernel node `launch.kernel_pid` and, under it, a node per
+        scope that recorded intervals, nested as `launch.scope_parents` says, with Proton's metrics
+        `cycles` (end - start summed over every warp and CTA) and `normalized_cycles` (cycles per
+        warp per CTA: cycles / (num_units x num_ctas)), and the same two in nanoseconds, `ns` and
+        `normalized_ns` (each CTA's cycles converted with its own globaltimer rate: see
+        `model.cycles`). Launches of one kernel on one path add up, as in Proton."""
+        events = launch.events
+        self.scopes.add(launch.kernel_pid)
+        self.cycle_devices.add(launch.device_id)
+        if not len(events):
+            return
+        warps = max(events.num_units * events.num_ctas, 1)
+        device = {"device_id": str(launch.device_id), "device_type": CUDA_DEVICE_TYPE}
+        sums = scope_sums(events)
+        for scope_id, cycles, ns in zip(sums.scope_ids, sums.cycles, sums.ns):
+            pid = launch.kernel_pid
+            for sid in scope_chain(launch, scope_id):
+                pid = paths.child(pid, scope_name(launch, sid))
+                self.scopes.add(pid)
+            self.add_metrics(pid, {_CYCLE_METRICS["cycles"]: cycles,
+                                   _CYCLE_METRICS["normalized_cycles"]: cycles / warps,
+                                   _CYCLE_METRICS["ns"]: round(ns),
+                                   _CYCLE_METRICS["normalized_ns"]: ns / warps})
+            self.add_metrics(pid, {_DEVICE_PROPERTIES[k]: v for k, v in device.items()})
+
     def device_ids(self) -> set[int]:
-        return {k.device_id for k in self.kernels.values()}
+        return {k.device_id for k in self.kernels.values()} | self.cycle_devices
 
 
 

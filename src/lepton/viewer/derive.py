@@ -97,7 +97,7 @@ class Catalog:
         per_node = ", ".join(short_name(m) for m in self.exclusive if m != "name") or "none"
         return (f"this profile has: {summed} (summed over subtrees); {per_node} (per node); "
                 "derived: time/<s|ms|us|ns>, avg_time/<unit>, cpu_time/<unit>, avg_cpu_time/<unit>, "
-                "[g|t]flop[8|16|32|64]/s, [g|t]byte/s, util, <metric>/%")
+                "[g|t]flop[8|16|32|64]/s, [g|t]byte/s, util, <metric>/%, <metric>/kernel%")
 
 
 def short_name(raw: str) -> str:
@@ -149,7 +149,8 @@ def derive(tree: Tree, requests: list[str]) -> Derived:
     return Derived(columns, ctx.warnings)
 
 
-MetricKind = Literal["util", "formula", "percent", "raw"]
+MetricKind = Literal["util", "formula", "percent", "kernel_percent", "raw"]
+KERNEL_PERCENT = "kernel%"  # `<metric>/kernel%`: share of the enclosing kernel (see _kernel_percent)
 
 
 def metric_kind(request: str) -> MetricKind:
@@ -165,10 +166,12 @@ def metric_kind(request: str) -> MetricKind:
         return "formula"
     if "/" in key:
         name, unit = request.split("/", 1)
+        if unit.strip().lower() == KERNEL_PERCENT and name.strip():
+            return "kernel_percent"
         if unit != "%":
             units = _UNITS_OF.get(name.strip().lower())
             hint = f"{name.strip()} takes /{', /'.join(units)} or /%" if units else \
-                "only <metric>/% and the derived metrics"
+                "only <metric>/% and the derived metrics (and <metric>/kernel%)"
             raise MetricError(f"unsupported unit '{unit}' in '{request}' ({hint})")
         if not name.strip():
             raise MetricError(f"'{request}' names no metric before /%")
@@ -209,6 +212,8 @@ def _one(ctx: _Context, request: str) -> Column:
         return Column(f"{request} (inc)", _apply(ctx, FORMULAS[request.lower()]))
     if kind == "percent":
         return _percent(ctx, request)
+    if kind == "kernel_percent":
+        return _kernel_percent(ctx, request)
     return ctx.raw_column(request)
 
 
@@ -229,6 +234,41 @@ def _percent(ctx: _Context, request: str) -> Column:
     else:
         total, label = np.nansum(column.values), request
     return Column(label, column.values / total * 100.0)
+
+
+def _kernel_percent(ctx: _Context, request: str) -> Column:
+    """`<metric>/kernel%`: each instrumented scope's share of its kernel, for the per-node metrics of
+    `backend="instrumentation"` (cycles, normalized_cycles, ns, normalized_ns).
+
+    Such a profile has the metric on scope nodes only, the kernel node above them has none: a
+    scope's kernel is the nearest ancestor without the metric, and the kernel's total is the sum of
+    the metric over that kernel's top-level scopes (its children that have it). So, under a kernel
+    with scopes load and store, load + store = 100%, and a scope nested in load shows its share of
+    the same total. Nodes without the metric get NaN. (On a metric every node has, such as an
+    inclusive time, the only "kernel" is ROOT's: the same as `<metric>/%`.)
+
+        ikernel                              -
+          load    cycles 3013                19.9%
+          store   cycles 12159               80.1%
+    """
+    name = request.split("/", 1)[0]
+    values = ctx.raw_column(name).values
+    tree = ctx.tree
+    has = ~np.isnan(values)
+    top = np.arange(len(tree))  # each node's outermost ancestor-or-self of an unbroken run with values
+    for level in tree.levels[1:]:
+        parent = tree.parent[level]
+        inherit = has[level] & has[parent]
+        top[level[inherit]] = top[parent[inherit]]
+    tops = np.flatnonzero(has & (top == np.arange(len(tree))))
+    # Tops are grouped by their parent (the kernel node); a root with the metric is its own group.
+    group = np.full(len(tree), -1)
+    group[tops] = np.where(tree.parent[tops] >= 0, tree.parent[tops], tops)
+    totals = np.bincount(group[tops], weights=values[tops], minlength=len(tree)) if len(tops) else \
+        np.zeros(len(tree))
+    share = np.full(len(tree), np.nan)
+    share[has] = values[has] / totals[group[top[has]]] * 100.0
+    return Column(request, share)
 
 
 def _util(ctx: _Context) -> np.ndarray:

@@ -15,6 +15,9 @@ scope) by a flow: the scope carries `"bind_id": n, "flow_out": true` and each of
 `"bind_id": n, "flow_in": true` (Perfetto's flow-v2 fields, a few bytes per event instead of two
 extra flow events per kernel). Kernels launched outside every scope have no flow.
 
+A trace of instrumented kernels (`TraceData.cycle_launches`) is Proton's per-warp instrumentation
+trace instead: see `writers.instrumentation_trace`.
+
 Scope metrics are written as text, in the event's name (`step: <flops, nan>`) and as strings in
 `args.metrics` (`"nan"`, `"inf"`, `"-inf"` for non-finite values), never as JSON numbers; every other
 number is a finite time or id. So the document never holds bare `NaN`/`Infinity`, which strict
@@ -30,6 +33,7 @@ from ..model.paths import ROOT
 from ..model.profile import Profile
 from ..model.trace import TraceData
 from ..units import ns_to_us
+from . import instrumentation_trace
 
 GPU_LANE_BASE = 200_000
 
@@ -180,6 +184,8 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
 
 
 def render(profile: Profile) -> bytes:
+    if isinstance(profile.data, TraceData) and profile.data.cycle_launches:
+        return instrumentation_trace.render(profile)  # scopes inside kernels: Proton's per-warp trace
     base, events = _events(profile)
     if base is None:
         return b'{"displayTimeUnit":"us","traceEvents":[]}\n'

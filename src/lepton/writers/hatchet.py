@@ -75,6 +75,9 @@ def device_block(profile: Profile, root: Node) -> dict:
     for n in root.walk():
         if n.kernel is not None:
             used.setdefault(n.kernel.device_type, set()).add(n.kernel.device_id)
+    cycle_devices = getattr(profile.data, "cycle_devices", ())  # instrumented kernels have no KernelStats
+    for dtype, infos in profile.devices.items():
+        used.setdefault(dtype, set()).update(d for d in cycle_devices if d in infos)
     block: dict[str, dict[str, dict]] = {}
     for dtype, ids in used.items():
         for did in sorted(ids):

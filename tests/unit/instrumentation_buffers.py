@@ -1,0 +1,46 @@
+"""Builds profile scratch buffers as Triton's proton passes write them (circular layout)."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+S, E = True, False  # START / END
+
+
+def entry(is_start: bool, scope: int, cycle: int) -> bytes:
+    w0 = (0 if is_start else 1 << 31) | (scope & 0xFF) << 23 | (cycle >> 32) & 0x7FF
+    return struct.pack("<II", w0, cycle & 0xFFFFFFFF)
+
+
+def slot(warps: list[list[tuple[bool, int, int]]], *, program_id=0, hw_id=0, seg_entries=8,
+         init_ns=1_000_000, pre_final_ns=None, post_final_ns=None, preamble=0xDEADBEEF,
+         scratch_size=None) -> bytes:
+    """One CTA's slot: `warps[w]` = that warp's events (is_start, scope, cycle) in write order;
+    a warp with more than `seg_entries` events wraps, as the device's circular buffer does."""
+    n_units = len(warps)
+    seg = seg_entries * 8
+    last = max((c for w in warps for _, _, c in w), default=0)
+    first = min((c for w in warps for _, _, c in w), default=0)
+    pre = init_ns + (last - first) if pre_final_ns is None else pre_final_ns
+    post = pre + 128 if post_final_ns is None else post_final_ns
+    head = struct.pack("<IIIIQQQ", preamble, program_id, hw_id, seg * n_units, init_ns, pre, post)
+    head += struct.pack(f"<{n_units}I", *[2 * len(w) for w in warps])
+    data = b""
+    for events in warps:
+        segment = bytearray(seg)
+        for k, (is_start, scope, cycle) in enumerate(events):
+            at = (k % seg_entries) * 8
+            segment[at:at + 8] = entry(is_start, scope, cycle)
+        data += bytes(segment)
+    body = head + data
+    size = len(body) if scratch_size is None else scratch_size
+    return body + bytes(size - len(body))
+
+
+def launch(slots: list[bytes]) -> tuple[np.ndarray, int]:
+    """(raw uint8 buffer, scratch size) of CTAs given as slots, padded to one size."""
+    size = max(len(s) for s in slots)
+    size += -size % 128
+    raw = b"".join(s + bytes(size - len(s)) for s in slots)
+    return np.frombuffer(raw, np.uint8).copy(), size

@@ -1,0 +1,151 @@
+"""collect.instrumentation.decode: synthetic buffers in the device's layout, and two real buffers
+from an H100 (tests/data/instrumentation, Triton 3.6's passes, 4 warps a CTA)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from instrumentation_buffers import E, S, launch, slot
+
+from lepton.collect.instrumentation.decode import decode_launch
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "instrumentation"
+
+
+def decode(slots, units):
+    raw, size = launch(slots)
+    return decode_launch(raw, size, units)
+
+
+def intervals(ev):
+    """(program id, warp, scope, start, end) of every interval, sorted."""
+    return sorted(zip(ev.cta.tolist(), ev.unit.tolist(), ev.scope.tolist(), ev.start_cycle.tolist(),
+                      ev.end_cycle.tolist()))
+
+
+def test_a_single_start_end_pair_is_one_interval():
+    ev = decode([slot([[(S, 3, 100), (E, 3, 250)]], program_id=7, hw_id=42, init_ns=5000)], units=1)
+    assert intervals(ev) == [(7, 0, 3, 100, 250)]
+    assert ev.hw_id.tolist() == [42] and ev.cta_ids.tolist() == [7] and ev.init_ns.tolist() == [5000]
+    assert (ev.num_ctas, ev.num_units, ev.dropped, ev.unpaired, ev.warnings) == (1, 1, 0, 0, [])
+
+
+def test_a_start_after_start_is_ignored_and_the_first_start_kept():
+    # Proton's parser: the second START of an open scope is a mismatch; the END closes the first.
+    ev = decode([slot([[(S, 0, 10), (S, 0, 20), (E, 0, 30)]])], units=1)
+    assert intervals(ev) == [(0, 0, 0, 10, 30)]
+    assert ev.unpaired == 1
+    assert len(ev.warnings) == 1 and "START after START" in ev.warnings[0]
+
+
+def test_an_end_without_start_is_ignored():
+    ev = decode([slot([[(E, 0, 5), (S, 0, 10), (E, 0, 30), (E, 0, 40)]])], units=1)
+    assert intervals(ev) == [(0, 0, 0, 10, 30)]
+    assert ev.unpaired == 2
+    assert len(ev.warnings) == 1 and "2 event(s) END without START" in ev.warnings[0]
+
+
+def test_a_scope_never_closed_is_counted_and_reported():
+    ev = decode([slot([[(S, 0, 10), (E, 0, 30), (S, 1, 40)]])], units=1)
+    assert intervals(ev) == [(0, 0, 0, 10, 30)]
+    assert ev.unpaired == 1 and "never closed" in ev.warnings[0]
+
+
+def test_scopes_pair_by_id_so_nested_scopes_interleave():
+    ev = decode([slot([[(S, 0, 10), (S, 1, 20), (E, 1, 30), (E, 0, 40), (S, 0, 50), (E, 0, 60)]])], units=1)
+    assert intervals(ev) == [(0, 0, 0, 10, 40), (0, 0, 0, 50, 60), (0, 0, 1, 20, 30)]
+
+
+def test_several_warps_and_ctas_keep_their_own_ids():
+    warps = lambda base: [[(S, 0, base + w), (E, 0, base + 100 + w)] for w in range(4)]
+    ev = decode([slot(warps(1000 * p), program_id=p, hw_id=100 + p) for p in (2, 0, 1)], units=4)
+    assert len(ev) == 12 and ev.num_ctas == 3
+    assert ev.cta_ids.tolist() == [2, 0, 1]  # slot order
+    got = intervals(ev)
+    assert got == sorted((p, w, 0, 1000 * p + w, 1000 * p + 100 + w) for p in (0, 1, 2) for w in range(4))
+    assert (ev.hw_id - ev.cta).tolist() == [100] * 12
+
+
+def test_a_wrapped_buffer_drops_the_oldest_events_and_keeps_the_rest_in_order():
+    # 7 pairs (14 events) into room for 8: the first 6 events are overwritten; the buffer then holds
+    # events 8..13 at slots 0..5 and events 6, 7 at slots 6, 7.
+    events = [e for k in range(7) for e in ((S, 0, 100 * k), (E, 0, 100 * k + 10 + k))]
+    ev = decode([slot([events], seg_entries=8)], units=1)
+    assert intervals(ev) == [(0, 0, 0, 100 * k, 100 * k + 10 + k) for k in range(3, 7)]
+    assert ev.dropped == 6 and ev.unpaired == 0
+    assert len(ev.warnings) == 1 and "6 event(s) dropped" in ev.warnings[0]
+
+
+def test_a_wrap_that_cuts_a_pair_leaves_its_end_unpaired():
+    events = [e for k in range(5) for e in ((S, 0, 100 * k), (E, 0, 100 * k + 50))]  # 10 into 7
+    ev = decode([slot([events], seg_entries=7)], units=1)
+    assert intervals(ev) == [(0, 0, 0, 100 * k, 100 * k + 50) for k in (2, 3, 4)]
+    assert ev.dropped == 3 and ev.unpaired == 1
+
+
+def test_a_bad_preamble_skips_that_cta_only():
+    good = slot([[(S, 0, 10), (E, 0, 20)]], program_id=0)
+    bad = slot([[(S, 0, 10), (E, 0, 20)]], program_id=1, preamble=0x12345678)
+    ev = decode([good, bad, good], units=1)
+    assert ev.num_ctas == 2 and len(ev) == 2 and ev.cta_ids.tolist() == [0, 0]
+    assert len(ev.warnings) == 1 and "preamble" in ev.warnings[0] and "slots 1" in ev.warnings[0]
+
+
+def test_an_end_before_its_start_crossed_the_43_bit_clock_and_is_unwrapped():
+    top = (1 << 43) - 5
+    ev = decode([slot([[(S, 0, top), (E, 0, 20)]])], units=1)
+    assert (ev.end_cycle - ev.start_cycle).tolist() == [25]
+    assert "43-bit" in ev.warnings[0]
+
+
+def test_4096_ctas_decode_in_numpy_time():
+    one = slot([[(S, 0, 10 + w), (E, 0, 50 + w), (S, 1, 60 + w), (E, 1, 90 + w)] for w in range(4)],
+               scratch_size=8320)
+    raw = np.frombuffer(one * 4096, np.uint8)
+    t0 = time.perf_counter()
+    ev = decode_launch(raw, 8320, 4)
+    elapsed = time.perf_counter() - t0
+    assert len(ev) == 4096 * 4 * 2 and ev.unpaired == 0
+    assert elapsed < 1.0, f"{elapsed:.3f} s for 4096 CTAs"  # ~25 ms measured
+
+
+def real(name):
+    meta = json.loads((DATA / f"{name}.json").read_text())
+    raw = np.fromfile(DATA / f"{name}.bin", np.uint8)
+    return meta, decode_launch(raw, meta["profile_scratch_size"], meta["num_warps"])
+
+
+@pytest.mark.parametrize("name", ["load_store", "nested"])
+def test_real_buffers_decode_without_warnings(name):
+    meta, ev = real(name)
+    assert ev.warnings == [] and ev.dropped == 0 and ev.unpaired == 0
+    assert ev.num_ctas == meta["grid"] and ev.num_units == meta["num_warps"] == 4
+    assert sorted(ev.cta_ids.tolist()) == list(range(meta["grid"]))
+    assert (ev.pre_final_ns >= ev.init_ns).all() and (ev.post_final_ns >= ev.pre_final_ns).all()
+
+
+def test_real_load_store_has_one_load_and_one_store_per_warp():
+    _, ev = real("load_store")
+    keys = sorted(zip(ev.cta.tolist(), ev.unit.tolist(), ev.scope.tolist()))
+    assert keys == [(c, w, s) for c in range(4) for w in range(4) for s in (0, 1)]
+    duration = ev.end_cycle - ev.start_cycle
+    assert ((duration > 50) & (duration < 5000)).all(), duration  # ~170 (load), ~300-500 (store)
+    # Within each warp, load ends before store starts.
+    load, store = ev.scope == 0, ev.scope == 1
+    order = np.lexsort((ev.unit, ev.cta))
+    assert (ev.end_cycle[load][np.lexsort((ev.unit[load], ev.cta[load]))]
+            <= ev.start_cycle[store][np.lexsort((ev.unit[store], ev.cta[store]))]).all()
+    assert len(order) == 32
+
+
+def test_real_nested_inner_lies_inside_outer_in_every_warp():
+    _, ev = real("nested")
+    by_key = {(c, w, s): (a, b) for c, w, s, a, b in intervals(ev)}
+    assert len(by_key) == 8 * 4 * 2
+    for c in range(8):
+        for w in range(4):
+            (o0, o1), (i0, i1) = by_key[(c, w, 0)], by_key[(c, w, 1)]
+            assert o0 < i0 < i1 < o1
