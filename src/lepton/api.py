@@ -15,7 +15,7 @@ from .hooks.hook import Hook, HookManager
 from .registry import REGISTRY
 
 DEFAULT_PROFILE_NAME = "proton"
-_PLANNED_BACKENDS = ("roctracer", "rocprofiler", "instrumentation")
+_PLANNED_BACKENDS = ("roctracer", "rocprofiler")
 _DISABLE_ENV = ("LEPTON_DISABLE", "TRITON_PROTON_DISABLE")
 
 
@@ -36,6 +36,8 @@ def _load_backend_module(name: str) -> None:
     """Imports the module that registers backend `name`, if it has one."""
     if name == "cupti" and backend_factory("cupti") is None:
         importlib.import_module("lepton.collect.cupti")
+    if name == "instrumentation" and backend_factory("instrumentation") is None:
+        importlib.import_module("lepton.collect.instrumentation.backend")
 
 
 def select_backend() -> str:
@@ -55,6 +57,16 @@ def select_backend() -> str:
 
 def _mode_string(mode) -> str:
     return "" if mode is None else str(mode)
+
+
+def _instrumentation_hook(mode):
+    """The hook of an instrumentation session (Proton registers one with each such session)."""
+    try:
+        from .hooks.instrumentation import InstrumentationHook
+
+        return InstrumentationHook(mode)
+    except ValueError as e:
+        raise UsageError(f"backend='instrumentation': {e}") from None
 
 
 def _hook_object(hook) -> Hook | None:
@@ -94,11 +106,18 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
         _load_backend_module(backend)
     if isinstance(hook, str) and hook != "triton":
         raise UsageError(f"Unsupported hook: {hook} (the only hook name is 'triton')")
-    sid = REGISTRY.start(name, context or "shadow", data or "tree", backend, _mode_string(mode), hook)
+    instrumenting = backend == "instrumentation"
+    mode_text = _mode_string(mode)
+    if instrumenting:  # a bad mode string is the caller's mistake: said before anything starts
+        instrumentation_hook = _instrumentation_hook(mode)
+        mode_text = str(instrumentation_hook.mode).split(":", 1)[0]
+    sid = REGISTRY.start(name, context or "shadow", data or "tree", backend, mode_text, hook)
     try:
         hook_object = _hook_object(hook)
         if hook_object is not None:
             HookManager.register(hook_object, sid)
+        if instrumenting:
+            HookManager.register(instrumentation_hook, sid)
     except BaseException:
         REGISTRY.discard(sid)  # no half-started session stays behind
         HookManager.unregister(sid)

@@ -124,3 +124,27 @@ class Default(InstrumentationMode):
 @dataclass(frozen=True)
 class MMA(InstrumentationMode):
     name: str = "mma"
+
+
+def instrumentation_mode(mode=None) -> InstrumentationMode:
+    """The instrumentation mode that `start(backend="instrumentation", mode=...)` names: an
+    `InstrumentationMode`, or Proton's string form, `"default"` or `"mma"` followed by
+    `:option=value` pairs (e.g. `"default:buffer_type=global:granularity=warp_group"`); None or ""
+    is `Default()`."""
+    if isinstance(mode, InstrumentationMode):
+        return mode
+    text = "" if mode is None else str(mode)
+    name, *options = text.split(":") if text else ["default"]
+    kinds = {"default": Default, "mma": MMA}
+    if name not in kinds:
+        raise ValueError(f"Unknown instrumentation mode: {name!r} (use 'default' or 'mma')")
+    fields = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep:
+            raise ValueError(f"Malformed instrumentation option: {option!r} (use key=value)")
+        if key not in ("metric_type", "sampling_strategy", "sampling_options", "granularity", "buffer_strategy",
+                       "buffer_type", "buffer_size", "optimizations"):
+            raise ValueError(f"Unknown instrumentation option: {key!r}")
+        fields[key] = int(value) if key == "buffer_size" else value
+    return kinds[name](**fields)

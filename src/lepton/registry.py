@@ -21,7 +21,7 @@ from .errors import SessionNotFound, UsageError
 from .hot_path import HOT_PATH, HotPath
 from .model.aggregate import kernel_paths
 from .model.profile import Profile
-from .model.records import KernelBatch
+from .model.records import CycleLaunch, KernelBatch
 from .session import CONTEXTS, DATA_KINDS, Session
 
 
@@ -40,6 +40,9 @@ class _BackendSink:
 
     def report_dropped(self, count: int, reason: str) -> None:
         self.registry.report_dropped(self.backend, count, reason)
+
+    def ingest_cycles(self, launch: CycleLaunch, launch_ns: int) -> None:
+        self.registry.ingest_cycles(self.backend, launch, launch_ns)
 
 
 def _no_stack_marker(timeline: ThreadTimelines | None, caller_path=None) -> bool:
@@ -291,6 +294,12 @@ class SessionRegistry:
             if paths_of is None:
                 paths_of = by_parents[id(view.parent_path)] = (view, *kernel_paths(self.hot_path.paths, view))
             s.ingest(*paths_of)
+
+    def ingest_cycles(self, backend: Backend, launch: CycleLaunch, launch_ns: int) -> None:
+        """One decoded launch of an instrumented kernel, to every session of `backend` that was
+        active when it was launched."""
+        for s in [s for s in list(self.sessions.values()) if s.backend is backend]:
+            s.add_cycle_launch(launch, launch_ns, self.hot_path.paths)
 
     def report_dropped(self, backend: Backend, count: int, reason: str) -> None:
         if count <= 0:

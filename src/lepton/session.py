@@ -197,6 +197,16 @@ class Session:
                 if batch.launch_metrics and batch.correlation_id is not None:
                     data.add_launch_metrics(_launch_metrics(batch, sel, kernel_pids[inverse]))
 
+    def add_cycle_launch(self, launch, launch_ns: int, paths) -> None:
+        """A decoded launch of an instrumented kernel, if this session was active at its launch."""
+        with self._lock:
+            if not self._times:
+                return
+            active, phase = self._launch_state(np.array([launch_ns], np.int64))
+            data = self.phases.get(int(phase[0]))
+            if active[0] and data is not None:
+                data.add_cycle_launch(launch, paths)
+
     def check_format(self, fmt: str) -> str:
         fmt = (fmt or FORMATS[self.data_kind][0]).lower()
         if fmt not in FORMATS[self.data_kind]:

@@ -15,7 +15,7 @@ LAYERS = [
     {"collect", "writers", "viewer"},  # backends; model -> files; files -> terminal
     {"hot_path", "session"},  # what runs on every scope and launch; one session's data
     {"registry"},  # the sessions of the process
-    {"scopes", "states", "context", "data"},  # the public API built on them
+    {"scopes", "states", "context", "data", "language"},  # the public API built on them
     {"hooks"},  # other libraries' events turned into scopes and ops
     {"api"},  # start, activate, deactivate, finalize
     {"cli"},
