@@ -149,3 +149,27 @@ def test_real_nested_inner_lies_inside_outer_in_every_warp():
         for w in range(4):
             (o0, o1), (i0, i1) = by_key[(c, w, 0)], by_key[(c, w, 1)]
             assert o0 < i0 < i1 < o1
+
+
+@pytest.mark.parametrize("name", ["load_store", "nested"])
+def test_the_host_copy_keeps_only_the_written_words_and_decodes_the_same(name):
+    """Each CTA's 8 KiB slot holds a few dozen written bytes: the copy to the host takes those."""
+    from lepton.collect.instrumentation.backend import host_copy
+
+    raw = np.fromfile(DATA / f"{name}.bin", dtype=np.uint8)
+    meta = json.loads((DATA / f"{name}.json").read_text())
+    compact, slot = host_copy(raw, meta["profile_scratch_size"], meta["num_warps"])
+    assert slot < 300 and len(compact) == slot * meta["grid"]
+    full, cut = decode_launch(raw, meta["profile_scratch_size"], meta["num_warps"]), decode_launch(compact, slot, meta["num_warps"])
+    for field in ("cta", "unit", "scope", "start_cycle", "end_cycle", "init_ns", "pre_final_ns"):
+        assert np.array_equal(getattr(full, field), getattr(cut, field)), field
+
+
+def test_the_host_copy_takes_whole_slots_where_a_unit_wrapped():
+    from lepton.collect.instrumentation.backend import host_copy
+
+    raw = np.fromfile(DATA / "load_store.bin", dtype=np.uint8).copy()
+    slots = raw.reshape(4, 8320)
+    slots[0, 40:44].view(np.uint32)[0] = 10_000  # more words than the 2 KiB segment holds
+    compact, slot = host_copy(raw, 8320, 4)
+    assert slot == 8320 and np.array_equal(compact, raw)
