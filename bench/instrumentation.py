@@ -3,7 +3,7 @@ the in-kernel workload of ../shared/spec/in-kernel-notes.md §0 (one ~30 µs Tri
 blocks with a `load` scope, and one torch kernel, per step). Each configuration runs in its own
 process; the kernel is compiled inside the session. GPU machine only.
 
-usage:  python bench/instrumentation.py [--steps 200] [--reps 1]
+usage:  python bench/instrumentation.py [--steps 200] [--reps 1] [--mode default:buffer_size=512]
         python bench/instrumentation.py --child TOOL STEPS OUTDIR     (internal; TOOL = none | lepton | proton)
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import time
 
 
-def child(tool: str, steps: int, outdir: str) -> None:
+def child(tool: str, steps: int, outdir: str, mode: str = "") -> None:
     import torch
     import triton
     import triton.language as tl
@@ -44,7 +44,7 @@ def child(tool: str, steps: int, outdir: str) -> None:
             import triton.profiler as prof
         else:
             import lepton as prof
-        prof.start(os.path.join(outdir, tool), backend="instrumentation")
+        prof.start(os.path.join(outdir, tool), backend="instrumentation", mode=mode or None)
 
     def step():
         work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024)
@@ -68,11 +68,11 @@ def child(tool: str, steps: int, outdir: str) -> None:
     print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f}", flush=True)
 
 
-def run(tool: str, steps: int) -> tuple[float, float] | None:
+def run(tool: str, steps: int, mode: str = "") -> tuple[float, float] | None:
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory() as out:
-        p = subprocess.run([sys.executable, __file__, "--child", tool, str(steps), out],
+        p = subprocess.run([sys.executable, __file__, "--child", tool, str(steps), out, "--mode", mode],
                            capture_output=True, text=True, env=env, timeout=600)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
     if p.returncode != 0 or line is None:
@@ -88,13 +88,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--child", nargs=3, metavar=("TOOL", "STEPS", "OUTDIR"))
+    ap.add_argument("--mode", default="", help="the instrumentation mode of both tools, e.g. default:buffer_size=512")
     a = ap.parse_args()
     if a.child:
-        child(a.child[0], int(a.child[1]), a.child[2])
+        child(a.child[0], int(a.child[1]), a.child[2], a.mode)
         return
     rows = {}
     for tool in ("none", "lepton", "proton"):
-        got = [r for r in (run(tool, a.steps) for _ in range(a.reps)) if r]
+        got = [r for r in (run(tool, a.steps, a.mode) for _ in range(a.reps)) if r]
         rows[tool] = (statistics.median(g[0] for g in got), statistics.median(g[1] for g in got)) if got \
             else (float("nan"), float("nan"))
     base = rows["none"][0]
