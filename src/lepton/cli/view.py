@@ -46,6 +46,7 @@ class ViewOptions:
     diff_file: str | None = None
     color: ColorMode = "auto"
     mangled: bool = False
+    full_names: bool = False
     output: OutputFormat = "tree"
     width: int | None = None  # None: the terminal's width when stdout is one; 0: never shorten
     max_nodes: int = DEFAULT_MAX_NODES  # lines of the tree and of --print-sorted; 0: all
@@ -85,7 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="never colour the output (default: colour on a terminal)")
     color.add_argument("--color", dest="color", action="store_const", const="always",
                        help="colour the output even when it is not a terminal")
-    parser.add_argument("--mangled", action="store_true", help="show C++ kernel names as they are, not demangled")
+    names = parser.add_mutually_exclusive_group()
+    names.add_argument("--mangled", action="store_true", help="show C++ kernel names as they are, not demangled")
+    names.add_argument("--full-names", action="store_true",
+                       help="show C++ kernel names demangled in full (default: demangled, with template\n"
+                            "arguments and parameters folded: at::native::elementwise_kernel<…>)")
     parser.add_argument("--output", choices=("tree", "csv", "json"), default="tree",
                         help="tree (default), or csv / json for scripts")
     parser.add_argument("--width", type=int, default=None,
@@ -114,7 +119,8 @@ def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     return ViewOptions(file=args.file, metrics=metrics, list_metrics=args.list, include=args.include,
                        exclude=args.exclude, threshold=args.threshold, depth=args.depth,
                        name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
-                       color=args.color or "auto", mangled=args.mangled, output=args.output, width=args.width,
+                       color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
+                       output=args.output, width=args.width,
                        max_nodes=args.max_nodes)
 
 
@@ -219,6 +225,6 @@ def _render_options(options: ViewOptions, stdout: TextIO) -> RenderOptions:
     if width is None and is_terminal:
         width = shutil.get_terminal_size().columns
     return RenderOptions(depth=options.depth, name_format=options.name_format, demangle=not options.mangled,
-                         color=color, width=width or None, max_nodes=options.max_nodes or None)
+                         full_names=options.full_names, color=color, width=width or None, max_nodes=options.max_nodes or None)
 
 
