@@ -9,13 +9,21 @@ import math
 import numpy as np
 import pytest
 
-from lepton.viewer.names import readable_names
 from lepton.viewer.derive import Column
 from lepton.viewer.diff import subtract
 from lepton.viewer.filters import format_name
 from lepton.viewer.flat_tree import Tree
 from lepton.viewer.load import from_document
-from lepton.viewer.render import MIN_NAME_WIDTH, RenderOptions, csv_text, json_text, name_style, sorted_text, tree_text
+from lepton.viewer.names import readable_names
+from lepton.viewer.render import (
+    MIN_NAME_WIDTH,
+    RenderOptions,
+    csv_text,
+    json_text,
+    name_style,
+    sorted_text,
+    tree_text,
+)
 from lepton.viewer.shorten import shorten
 
 PLAIN = RenderOptions(demangle=False)

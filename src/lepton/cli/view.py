@@ -20,6 +20,7 @@ from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
 from ..viewer.flat_tree import Tree
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
+from ..viewer.next_tool import HandoffError, handoff
 from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
@@ -99,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"show at most N nodes in the tree and in --print-sorted, then one line\n"
                              f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
                              "csv and json output are never cut)")
+    parser.add_argument("--ncu", metavar="REGEX",
+                        help="print the Nsight Compute command (rocprof-compute on AMD) that profiles\n"
+                             "one launch of the kernel matching REGEX in the same program (the command\n"
+                             "line the profile records); the note on stderr says which launch")
     parser.add_argument("--lines", type=_count, metavar="N", default=None,
                         help="instruction samples (mode=pcsampling): each sampled kernel's N hottest\n"
                              "source lines with their share, top stall reasons and source text\n"
@@ -129,6 +134,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     stderr = stderr or sys.stderr
     options = parse_options(argv)  # argparse exits with 2 on a bad command line
     lines = build_parser().parse_args(argv).lines
+    ncu = build_parser().parse_args(argv).ncu
+    if ncu is not None:
+        return _handoff(options.file, ncu, stdout, stderr)
     if lines is not None:
         from ..viewer import lines as hottest_lines
 
@@ -139,6 +147,19 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except (ProfileError, MetricError, FilterError) as err:
         print(f"{PROG}: error: {printable(str(err))}", file=stderr)  # messages quote names from the file
         return EXIT_BAD_INPUT
+
+
+def _handoff(path: str, pattern: str, stdout: TextIO, stderr: TextIO) -> int:
+    """--ncu: the command on stdout (one line, for `$(...)`), the note on stderr; exit 2 where a
+    placeholder stands for the program."""
+    try:
+        result = handoff(_load(path), pattern)
+    except (ProfileError, HandoffError) as err:
+        print(f"{PROG}: error: {printable(str(err))}", file=stderr)
+        return EXIT_BAD_INPUT
+    stdout.write(result.command + "\n")
+    print(f"{PROG}: {printable(result.note)}", file=stderr)
+    return EXIT_OK if result.runnable else EXIT_BAD_INPUT
 
 
 def console_main() -> None:
