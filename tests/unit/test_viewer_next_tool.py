@@ -89,7 +89,7 @@ def test_the_recorded_command_line_leaves_what_proton_s_readers_see_unchanged(tm
     assert a.run["command_line"][1] == "matmul_bias.py" and b.run == {}
     args = ("-m", "time/ms,tflop16/s,util", "--print-sorted")
     assert view(*args, MATMUL_BIAS)[1] == view(*args, tmp_path / "without.hatchet")[1]
-    frame, inclusive, exclusive, devices = read(MATMUL_BIAS)
+    frame, _, _, devices = read(MATMUL_BIAS)
     assert "lepton" not in frame.dataframe.columns and devices == with_key[1]
 
 

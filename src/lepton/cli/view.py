@@ -6,12 +6,15 @@ argument (with one line on stderr saying what is wrong).
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TextIO
+
+import numpy as np
 
 from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
@@ -21,6 +24,7 @@ from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
 from ..viewer.flat_tree import Tree
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
 from ..viewer.next_tool import HandoffError, handoff
+from ..viewer.ranks import check_one_run, merge, rank_label, rank_view
 from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
@@ -36,6 +40,8 @@ OutputFormat = Literal["tree", "csv", "json"]
 @dataclass(frozen=True)
 class ViewOptions:
     file: str
+    more_files: tuple[str, ...] = ()  # further ranks of one run (viewer.ranks)
+    merge: Literal["sum", "mean"] | None = None  # several files as one profile
     metrics: list[str] | None = None
     list_metrics: bool = False
     include: str | None = None
@@ -68,7 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawTextHelpFormatter,
         description="Show a Proton/Lepton profile (hatchet JSON or hatchet MessagePack) as a tree.")
-    parser.add_argument("file", help="the profile: .hatchet, .json or .hatchet_msgpack")
+    parser.add_argument("file", nargs="+",
+                        help="the profile: .hatchet, .json or .hatchet_msgpack; several files (or a quoted\n"
+                             "glob such as 'runs/ddp.rank*.hatchet') are the ranks of one run: per node\n"
+                             "the min / median / max over ranks and the slowest rank")
+    parser.add_argument("--merge", choices=("sum", "mean"),
+                        help="with several files: show them as one profile, metrics summed or averaged")
     parser.add_argument("-l", "--list", action="store_true", help="list the metrics in the profile")
     parser.add_argument("-m", "--metrics", help=METRICS_HELP)
     parser.add_argument("-i", "--include", help="keep only the paths through frames matching this regex")
@@ -111,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _expand(patterns: list[str]) -> list[str]:
+    """Each argument, or the files its glob matches (sorted) where it names no file itself: a
+    quoted 'runs/ddp.rank*.hatchet' works where the shell does not expand it."""
+    files = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if not os.path.exists(pattern) and glob.has_magic(pattern) else []
+        files += matches or [pattern]
+    return files
+
+
 def _count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -121,7 +142,8 @@ def _count(text: str) -> int:
 def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     args = build_parser().parse_args(argv)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    return ViewOptions(file=args.file, metrics=metrics, list_metrics=args.list, include=args.include,
+    files = _expand(args.file)
+    return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, metrics=metrics, list_metrics=args.list, include=args.include,
                        exclude=args.exclude, threshold=args.threshold, depth=args.depth,
                        name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
                        color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
@@ -173,7 +195,46 @@ def console_main() -> None:
 
 
 def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    tree = _load(options.file)
+    if options.more_files:
+        return _run_ranks(options, stdout, stderr)
+    return _run_one(_load(options.file), options, stdout, stderr)
+
+
+def _run_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    """Several files: the ranks of one run, side by side (or merged into one profile)."""
+    paths = [options.file, *options.more_files]
+    if options.diff_file:
+        raise FilterError("-diff takes one profile on each side, not several")
+    trees = [_load(path) for path in paths]
+    check_one_run(trees, paths)
+    if options.merge:
+        return _run_one(merge(trees, options.merge), options, stdout, stderr)
+    if options.list_metrics:
+        stdout.write(list_text(trees[0]))
+        return EXIT_OK
+    ranks = [rank_label(path, i) for i, path in enumerate(paths)]
+    metrics = options.metrics or _default_metrics(trees[0])
+    tree, columns, warnings = rank_view(trees, ranks, metrics)
+    aliases = [demangle(name) for name in tree.names] if not options.mangled else None
+    tree, columns = apply_filters(tree, columns, options.include, options.exclude, options.threshold, aliases)
+    render = _render_options(options, stdout)
+    if options.output == "csv":
+        write_csv(stdout, tree, columns, render)
+    elif options.output == "json":
+        write_json(stdout, tree, columns, render)
+    else:
+        slowest = columns.pop()
+        notes = ["" if np.isnan(r) else f"  [slowest: rank {int(r)}]" for r in slowest.values.tolist()]
+        stdout.write(f"{len(paths)} ranks ({', '.join(map(str, ranks))}); per metric: min median max over ranks\n")
+        write_tree(stdout, tree, columns, render, notes=notes)
+        if options.print_sorted:
+            write_sorted(stdout, tree, columns[2:3], render)  # by the first metric's max
+    for warning in warnings:
+        print(f"{PROG}: {printable(warning)}", file=stderr)
+    return EXIT_OK
+
+
+def _run_one(tree: Tree, options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     if options.list_metrics:
         stdout.write(list_text(tree))
         return EXIT_OK

@@ -186,13 +186,14 @@ def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
 
 
 def write_tree(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions,
-               side: np.ndarray | None = None) -> None:
-    """tree_text, written to `out` a chunk of lines at a time as it is made."""
+               side: np.ndarray | None = None, notes: list[str] | None = None) -> None:
+    """tree_text, written to `out` a chunk of lines at a time as it is made; `notes` (one string
+    per node, "" for none) follow the names (the rank view's slowest rank)."""
     shown = shown_nodes(tree, options.depth, options.max_nodes)
     values = [column.values for column in columns]
     painter = _Painter(values[0]) if options.color and values else None
     names = _distinct_display_names(tree, options)
-    plain_names = options.width is None and side is None
+    plain_names = options.width is None and side is None and notes is None
     if plain_names:
         names = [name + "\n" for name in names]
     name_positions, depth = tree.name_codes.positions, tree.depth
@@ -213,7 +214,7 @@ def write_tree(out: TextIO, tree: Tree, columns: list[Column], options: RenderOp
                 if options.width is not None:
                     room = options.width - len(line_prefixes[i]) - len(plain[i])
                     name_cells[i] = shorten(name_cells[i], max(room, MIN_NAME_WIDTH))
-                name_cells[i] += _marker(side, node, options.color) + "\n"
+                name_cells[i] += _marker(side, node, options.color) + (notes[node] if notes else "") + "\n"
         out.write(_lines([line_prefixes, *cells, name_cells]))
     out.write(left_out_line(shown.left_out, options.max_nodes))
     out.write("\n")  # print's empty line
