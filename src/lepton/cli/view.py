@@ -42,6 +42,7 @@ class ViewOptions:
     file: str
     more_files: tuple[str, ...] = ()  # further ranks of one run (viewer.ranks)
     merge: Literal["sum", "mean"] | None = None  # several files as one profile
+    html: str | None = None  # write the HTML report here instead of printing
     metrics: list[str] | None = None
     list_metrics: bool = False
     include: str | None = None
@@ -111,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"show at most N nodes in the tree and in --print-sorted, then one line\n"
                              f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
                              "csv and json output are never cut)")
+    parser.add_argument("--html", metavar="OUT.html",
+                        help="write a self-contained HTML report (icicle graph, kernel table, roofline;\n"
+                             "with -diff the difference) to OUT.html instead of printing")
     parser.add_argument("--ncu", metavar="REGEX",
                         help="print the Nsight Compute command (rocprof-compute on AMD) that profiles\n"
                              "one launch of the kernel matching REGEX in the same program (the command\n"
@@ -143,7 +147,7 @@ def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     args = build_parser().parse_args(argv)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     files = _expand(args.file)
-    return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, metrics=metrics, list_metrics=args.list, include=args.include,
+    return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, html=args.html, metrics=metrics, list_metrics=args.list, include=args.include,
                        exclude=args.exclude, threshold=args.threshold, depth=args.depth,
                        name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
                        color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
@@ -195,6 +199,8 @@ def console_main() -> None:
 
 
 def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    if options.html:
+        return _write_report(options, stdout, stderr)
     if options.more_files:
         return _run_ranks(options, stdout, stderr)
     return _run_one(_load(options.file), options, stdout, stderr)
@@ -231,6 +237,28 @@ def _run_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
             write_sorted(stdout, tree, columns[2:3], render)  # by the first metric's max
     for warning in warnings:
         print(f"{PROG}: {printable(warning)}", file=stderr)
+    return EXIT_OK
+
+
+def _write_report(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    """--html: several files are merged first (--merge, default sum); -diff adds the other side."""
+    from ..viewer.report import report_html
+
+    paths = [options.file, *options.more_files]
+    trees = [_load(path) for path in paths]
+    if len(trees) > 1:
+        check_one_run(trees, paths)
+    tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
+    other = _load(options.diff_file) if options.diff_file else None
+    render = _render_options(options, stdout)
+    title = os.path.basename(options.file) + (f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})" if len(paths) > 1 else "")
+    text = report_html(tree, title, render, other, os.path.basename(options.diff_file) if other is not None else None)
+    try:
+        with open(options.html, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise ProfileError(f"cannot write '{options.html}': {err.strerror or err}") from err
+    print(f"{PROG}: report written to {options.html} ({len(tree):,} nodes, {len(text) / 1e6:.1f} MB)", file=stderr)
     return EXIT_OK
 
 
