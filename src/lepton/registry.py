@@ -269,7 +269,8 @@ class SessionRegistry:
             info = backend.device_info(did)
             if info is not None:
                 devices.setdefault(backend.device_type, {})[did] = info
-        return Profile(self.hot_path.paths, data, devices, session.dropped_records, session.timeline)
+        return Profile(self.hot_path.paths, data, devices, session.dropped_records, session.timeline,
+                       session.command)
 
     def write(self, session: Session, fmt: str) -> list[str]:
         fmt = session.check_format(fmt)

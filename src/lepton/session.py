@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from .errors import UsageError
 from .model.metrics import coerce_metric_value, parse_metric_name
+from .model.profile import RunCommand
 from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch, PhaseData
 from .model.trace import ScopeEvent, TraceData
 from .model.tree import TreeData
@@ -60,6 +62,14 @@ class _LaunchCount:
         return new
 
 
+def this_process_command() -> RunCommand:
+    """How this process was started: the interpreter and `sys.orig_argv`'s arguments (`python -m
+    pkg x`, `python script.py x`), which rerun it; `sys.argv` where orig_argv is missing (< 3.10)."""
+    argv = getattr(sys, "orig_argv", None)
+    arguments = argv[1:] if argv else sys.argv
+    return RunCommand((sys.executable or "python", *arguments), os.getcwd())
+
+
 class Session:
     """One profile being recorded. Thread-safe: `_lock` guards the data and the time line."""
 
@@ -77,6 +87,9 @@ class Session:
         self.complete_up_to = -1
         self.phases: dict[int, PhaseData] = {0: self._new_data()}
         self.dropped_records = 0
+        # What ran this process, for the hatchet file's metadata; the lepton CLI puts its target's
+        # command line here instead (its own argv is `lepton ...`).
+        self.command: RunCommand | None = this_process_command()
         # Launch metrics counted lock-free on the launch path: (op path, metric items) ->
         # `_LaunchCount` (`next()` on itertools.count is atomic under the GIL).
         self.launch_counts: dict[tuple, _LaunchCount] = {}

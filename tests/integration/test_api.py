@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 
 import pytest
@@ -340,7 +341,8 @@ def test_msgpack_output_format(fake):
     proton.finalize(output_format="hatchet_msgpack")
     with open("mp.hatchet_msgpack", "rb") as f:
         tree, devices = msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
-    assert list(tree) == ["frame", "metrics", "children"]
+    assert list(tree) == ["frame", "metrics", "lepton", "children"]
+    assert tree["lepton"]["command_line"][0] == sys.executable
     k = tree["children"][0]["children"][0]
     assert list(k["metrics"]) == ["time (ns)", "count", "device_id", "device_type"]
     assert devices["CUDA"]["0"]["arch"] == "90"

@@ -120,6 +120,9 @@ print(json.dumps({"argv": sys.argv, "path0": sys.path[0], "name": __name__, "v":
     assert seen == {"argv": [script, "--epochs", "1", "-n", "x"], "path0": str(tmp_path / "sub"),
                     "name": "__main__", "v": 42}
     assert_profile(out.stderr, tmp_path / "proton.hatchet", {"k_ok": 1})
+    run_metadata = json.loads((tmp_path / "proton.hatchet").read_text())[0]["lepton"]
+    assert run_metadata == {"command_line": [sys.executable, "sub/train.py", "--epochs", "1", "-n", "x"],
+                            "cwd": str(tmp_path)}  # the target's command line, not lepton's
 
 
 def test_an_exception_prints_python_s_traceback_exits_1_and_writes_the_profile(lepton, tmp_path):
@@ -217,6 +220,8 @@ sys.exit(4)
     assert json.loads(out.stdout) == {"argv": [str(tmp_path / "pkg" / "mod.py"), "a", "-m", "b"],
                                       "path0": str(tmp_path), "name": "__main__"}
     assert_profile(out.stderr, tmp_path / "proton.hatchet", {"k_module": 1})
+    assert json.loads((tmp_path / "proton.hatchet").read_text())[0]["lepton"]["command_line"] == \
+        [sys.executable, "-m", "pkg.mod", "a", "-m", "b"]
 
 
 @pytest.mark.parametrize("failing, code", [(False, 0), (True, 1)])

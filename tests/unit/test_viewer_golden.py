@@ -103,9 +103,13 @@ def test_where_proton_viewer_crashed_on_a_missing_metric_we_print_one_line_and_e
     assert "unknown metric 'time'" in err and "cycles" in err and "normalized_cycles" in err
 
 
-def test_kernel_names_are_demangled_unless_mangled_is_given():
+def test_kernel_names_are_demangled_and_folded_unless_full_names_or_mangled_is_given():
     path = str(FIXTURES / "cudagraph.hatchet")
-    _, demangled, _ = run_view("-m", "time/ns", path)
+    _, folded, _ = run_view("-m", "time/ns", path)
+    # Two vectorized_elementwise_kernel<…> in one profile: both show their template arguments.
+    assert ("├─ 1631.000 at::native::vectorized_elementwise_kernel<2, at::native::FillFunctor<…>, "
+            "std::array<…> >\n") in folded
+    _, demangled, _ = run_view("-m", "time/ns", "--full-names", path)
     assert ("├─ 1631.000 void at::native::vectorized_elementwise_kernel<2, at::native::FillFunctor<long>, "
             "std::array<char*, 1ul> >(int, at::native::FillFunctor<long>, std::array<char*, 1ul>)\n") in demangled
     _, mangled, _ = run_view("-m", "time/ns", "--mangled", path)

@@ -9,13 +9,21 @@ import math
 import numpy as np
 import pytest
 
-from lepton.viewer.demangle import demangle
 from lepton.viewer.derive import Column
 from lepton.viewer.diff import subtract
 from lepton.viewer.filters import format_name
 from lepton.viewer.flat_tree import Tree
 from lepton.viewer.load import from_document
-from lepton.viewer.render import MIN_NAME_WIDTH, RenderOptions, csv_text, json_text, sorted_text, tree_text
+from lepton.viewer.names import readable_names
+from lepton.viewer.render import (
+    MIN_NAME_WIDTH,
+    RenderOptions,
+    csv_text,
+    json_text,
+    name_style,
+    sorted_text,
+    tree_text,
+)
 from lepton.viewer.shorten import shorten
 
 PLAIN = RenderOptions(demangle=False)
@@ -84,13 +92,15 @@ def test_nan_is_coloured_blue_as_in_hatchet():
     assert tree_text(tree, [column(tree, [math.nan])], RenderOptions(color=True)).startswith("\033[34mnan\033[0m ROOT")
 
 
-def test_names_are_demangled_and_shortened_to_the_width():
+def test_names_are_demangled_folded_and_shortened_to_the_width():
     mangled = "_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_11FillFunctorIlEESt5arrayIPcLm1EEEEviT0_T1_"
     tree = tree_of(literal("ROOT", [literal(mangled, m=1)], m=0))
-    text = tree_text(tree, [column(tree, [1, 1])], RenderOptions(width=61))
+    folded = tree_text(tree, [column(tree, [1, 1])], RenderOptions(width=61))
+    assert folded.splitlines()[1] == "└─ 1.000 at::native::vectorized_elementwise_kernel<…>"
+    text = tree_text(tree, [column(tree, [1, 1])], RenderOptions(width=61, full_names=True))
     assert text.splitlines()[1] == "└─ 1.000 void at::native::vectorized_elementwise_kernel<…>(…)"
     assert max(len(line) for line in text.splitlines()) <= 61
-    narrow = tree_text(tree, [column(tree, [1, 1])], RenderOptions(width=40)).splitlines()[1]
+    narrow = tree_text(tree, [column(tree, [1, 1])], RenderOptions(width=40, full_names=True)).splitlines()[1]
     assert len(narrow) == 40 and "…" in narrow
     assert mangled in tree_text(tree, [column(tree, [1, 1])], RenderOptions(demangle=False))
 
@@ -154,6 +164,8 @@ def reference_tree_text(tree: Tree, columns: list[Column], options: RenderOption
         if parent >= 0:
             children[parent].append(child)
     frame = lambda node: (tree.names[node], tree.frame_types[node])
+    formatted = sorted({format_name(name, options.name_format) for name in tree.names})
+    readable = dict(zip(formatted, readable_names(formatted, name_style(options))))
     lines = []
 
     def draw(node: int, indent: str, prefix: str) -> None:
@@ -161,7 +173,7 @@ def reference_tree_text(tree: Tree, columns: list[Column], options: RenderOption
             return
         numbers = " ".join(f"{column.values[node]:.3f}" for column in columns)
         name = format_name(tree.names[node], options.name_format)
-        name = demangle(name) if options.demangle else name
+        name = readable[name]
         if options.width is not None:
             name = shorten(name, max(options.width - len(prefix) - len(numbers) - 1, MIN_NAME_WIDTH))
         lines.append(f"{prefix}{numbers} {name}\n")

@@ -82,12 +82,14 @@ def test_scopes_5000_deep_are_written_as_hatchet_msgpack(tmp_path):
     unpacker = msgpack.Unpacker(open(path, "rb"), strict_map_key=False)
     assert unpacker.read_array_header() == 2
     names = []
-    for _ in range(DEPTH + 2):  # ROOT, s0 ... s4999, leaf: each a {frame, metrics, children} map
-        assert unpacker.read_map_header() == 3
+    for level in range(DEPTH + 2):  # ROOT, s0 ... s4999, leaf: each a {frame, metrics, children} map
+        assert unpacker.read_map_header() == (4 if level == 0 else 3)  # ROOT: + "lepton" (the run)
         assert unpacker.unpack() == "frame"
         names.append(unpacker.unpack()["name"])
         assert unpacker.unpack() == "metrics"
         metrics = unpacker.unpack()
+        if level == 0:
+            assert unpacker.unpack() == "lepton" and "command_line" in unpacker.unpack()
         assert unpacker.unpack() == "children"
         children = unpacker.read_array_header()
     assert names == ["ROOT", *(f"s{i}" for i in range(DEPTH)), "leaf"]

@@ -27,6 +27,7 @@ from typing import Literal
 from .. import __version__, api, writers
 from ..collect.backend import backend_names
 from ..errors import LeptonError, UsageError
+from ..model.profile import RunCommand
 from ..registry import REGISTRY
 from ..session import CONTEXTS, DATA_KINDS
 
@@ -268,6 +269,7 @@ def run(opts: Options) -> int:
             code = run_target(opts.target, on_end=signals.defer)
         finally:
             REGISTRY.pin(None)
+        _record_command(target_command(opts.target), first_new_id)
         files, write_failed = _finalize(sid, first_new_id)
     received = signals.received
     if code == EXIT_OK and write_failed:
@@ -278,6 +280,25 @@ def run(opts: Options) -> int:
         printed = _print_trees(opts.print_metrics, files)
         code = code or printed
     return code
+
+
+def target_command(target: Target) -> RunCommand:
+    """The command line that runs the target without lepton, as the profile records it (for
+    `lepton-view --ncu`): python, then what `python` would be given."""
+    python = sys.executable or "python"
+    if target.kind == "script":
+        words = [target.name]
+    else:
+        words = ["-m", target.name]  # a module, or pytest
+    return RunCommand((python, *words, *target.args), os.getcwd())
+
+
+def _record_command(command: RunCommand, first_new_id: int) -> None:
+    """Every session of this run (the CLI's and those the target started) records the target's
+    command line, not `lepton ...`."""
+    for sid, session in list(REGISTRY.sessions.items()):
+        if sid >= first_new_id:
+            session.command = command
 
 
 def run_target(target: Target, on_end=lambda: None) -> int:

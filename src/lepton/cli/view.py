@@ -6,12 +6,15 @@ argument (with one line on stderr saying what is wrong).
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TextIO
+
+import numpy as np
 
 from ..viewer.demangle import demangle
 from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
@@ -20,6 +23,8 @@ from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
 from ..viewer.flat_tree import Tree
 from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
+from ..viewer.next_tool import HandoffError, handoff
+from ..viewer.ranks import check_one_run, merge, rank_label, rank_view
 from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
@@ -35,6 +40,9 @@ OutputFormat = Literal["tree", "csv", "json"]
 @dataclass(frozen=True)
 class ViewOptions:
     file: str
+    more_files: tuple[str, ...] = ()  # further ranks of one run (viewer.ranks)
+    merge: Literal["sum", "mean"] | None = None  # several files as one profile
+    html: str | None = None  # write the HTML report here instead of printing
     metrics: list[str] | None = None
     list_metrics: bool = False
     include: str | None = None
@@ -46,6 +54,7 @@ class ViewOptions:
     diff_file: str | None = None
     color: ColorMode = "auto"
     mangled: bool = False
+    full_names: bool = False
     output: OutputFormat = "tree"
     width: int | None = None  # None: the terminal's width when stdout is one; 0: never shorten
     max_nodes: int = DEFAULT_MAX_NODES  # lines of the tree and of --print-sorted; 0: all
@@ -67,7 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=argparse.RawTextHelpFormatter,
         description="Show a Proton/Lepton profile (hatchet JSON or hatchet MessagePack) as a tree.")
-    parser.add_argument("file", help="the profile: .hatchet, .json or .hatchet_msgpack")
+    parser.add_argument("file", nargs="+",
+                        help="the profile: .hatchet, .json or .hatchet_msgpack; several files (or a quoted\n"
+                             "glob such as 'runs/ddp.rank*.hatchet') are the ranks of one run: per node\n"
+                             "the min / median / max over ranks and the slowest rank")
+    parser.add_argument("--merge", choices=("sum", "mean"),
+                        help="with several files: show them as one profile, metrics summed or averaged")
     parser.add_argument("-l", "--list", action="store_true", help="list the metrics in the profile")
     parser.add_argument("-m", "--metrics", help=METRICS_HELP)
     parser.add_argument("-i", "--include", help="keep only the paths through frames matching this regex")
@@ -86,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="never colour the output (default: colour on a terminal)")
     color.add_argument("--color", dest="color", action="store_const", const="always",
                        help="colour the output even when it is not a terminal")
-    parser.add_argument("--mangled", action="store_true", help="show C++ kernel names as they are, not demangled")
+    names = parser.add_mutually_exclusive_group()
+    names.add_argument("--mangled", action="store_true", help="show C++ kernel names as they are, not demangled")
+    names.add_argument("--full-names", action="store_true",
+                       help="show C++ kernel names demangled in full (default: demangled, with template\n"
+                            "arguments and parameters folded: at::native::elementwise_kernel<…>)")
     parser.add_argument("--output", choices=("tree", "csv", "json"), default="tree",
                         help="tree (default), or csv / json for scripts")
     parser.add_argument("--width", type=int, default=None,
@@ -95,11 +113,28 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"show at most N nodes in the tree and in --print-sorted, then one line\n"
                              f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
                              "csv and json output are never cut)")
+    parser.add_argument("--html", metavar="OUT.html",
+                        help="write a self-contained HTML report (icicle graph, kernel table, roofline;\n"
+                             "with -diff the difference) to OUT.html instead of printing")
+    parser.add_argument("--ncu", metavar="REGEX",
+                        help="print the Nsight Compute command (rocprof-compute on AMD) that profiles\n"
+                             "one launch of the kernel matching REGEX in the same program (the command\n"
+                             "line the profile records); the note on stderr says which launch")
     parser.add_argument("--lines", type=_count, metavar="N", default=None,
                         help="instruction samples (mode=pcsampling): each sampled kernel's N hottest\n"
                              "source lines with their share, top stall reasons and source text\n"
                              "(-i picks kernels by a regex of their call path)")
     return parser
+
+
+def _expand(patterns: list[str]) -> list[str]:
+    """Each argument, or the files its glob matches (sorted) where it names no file itself: a
+    quoted 'runs/ddp.rank*.hatchet' works where the shell does not expand it."""
+    files = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if not os.path.exists(pattern) and glob.has_magic(pattern) else []
+        files += matches or [pattern]
+    return files
 
 
 def _count(text: str) -> int:
@@ -112,10 +147,12 @@ def _count(text: str) -> int:
 def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     args = build_parser().parse_args(argv)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-    return ViewOptions(file=args.file, metrics=metrics, list_metrics=args.list, include=args.include,
+    files = _expand(args.file)
+    return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, html=args.html, metrics=metrics, list_metrics=args.list, include=args.include,
                        exclude=args.exclude, threshold=args.threshold, depth=args.depth,
                        name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
-                       color=args.color or "auto", mangled=args.mangled, output=args.output, width=args.width,
+                       color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
+                       output=args.output, width=args.width,
                        max_nodes=args.max_nodes)
 
 
@@ -124,6 +161,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     stderr = stderr or sys.stderr
     options = parse_options(argv)  # argparse exits with 2 on a bad command line
     lines = build_parser().parse_args(argv).lines
+    ncu = build_parser().parse_args(argv).ncu
+    if ncu is not None:
+        return _handoff(options.file, ncu, stdout, stderr)
     if lines is not None:
         from ..viewer import lines as hottest_lines
 
@@ -134,6 +174,19 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except (ProfileError, MetricError, FilterError) as err:
         print(f"{PROG}: error: {printable(str(err))}", file=stderr)  # messages quote names from the file
         return EXIT_BAD_INPUT
+
+
+def _handoff(path: str, pattern: str, stdout: TextIO, stderr: TextIO) -> int:
+    """--ncu: the command on stdout (one line, for `$(...)`), the note on stderr; exit 2 where a
+    placeholder stands for the program."""
+    try:
+        result = handoff(_load(path), pattern)
+    except (ProfileError, HandoffError) as err:
+        print(f"{PROG}: error: {printable(str(err))}", file=stderr)
+        return EXIT_BAD_INPUT
+    stdout.write(result.command + "\n")
+    print(f"{PROG}: {printable(result.note)}", file=stderr)
+    return EXIT_OK if result.runnable else EXIT_BAD_INPUT
 
 
 def console_main() -> None:
@@ -147,7 +200,70 @@ def console_main() -> None:
 
 
 def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    tree = _load(options.file)
+    if options.html:
+        return _write_report(options, stdout, stderr)
+    if options.more_files:
+        return _run_ranks(options, stdout, stderr)
+    return _run_one(_load(options.file), options, stdout, stderr)
+
+
+def _run_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    """Several files: the ranks of one run, side by side (or merged into one profile)."""
+    paths = [options.file, *options.more_files]
+    if options.diff_file:
+        raise FilterError("-diff takes one profile on each side, not several")
+    trees = [_load(path) for path in paths]
+    check_one_run(trees, paths)
+    if options.merge:
+        return _run_one(merge(trees, options.merge), options, stdout, stderr)
+    if options.list_metrics:
+        stdout.write(list_text(trees[0]))
+        return EXIT_OK
+    ranks = [rank_label(path, i) for i, path in enumerate(paths)]
+    metrics = options.metrics or _default_metrics(trees[0])
+    tree, columns, warnings = rank_view(trees, ranks, metrics)
+    aliases = [demangle(name) for name in tree.names] if not options.mangled else None
+    tree, columns = apply_filters(tree, columns, options.include, options.exclude, options.threshold, aliases)
+    render = _render_options(options, stdout)
+    if options.output == "csv":
+        write_csv(stdout, tree, columns, render)
+    elif options.output == "json":
+        write_json(stdout, tree, columns, render)
+    else:
+        slowest = columns.pop()
+        notes = ["" if np.isnan(r) else f"  [slowest: rank {int(r)}]" for r in slowest.values.tolist()]
+        stdout.write(f"{len(paths)} ranks ({', '.join(map(str, ranks))}); per metric: min median max over ranks\n")
+        write_tree(stdout, tree, columns, render, notes=notes)
+        if options.print_sorted:
+            write_sorted(stdout, tree, columns[2:3], render)  # by the first metric's max
+    for warning in warnings:
+        print(f"{PROG}: {printable(warning)}", file=stderr)
+    return EXIT_OK
+
+
+def _write_report(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    """--html: several files are merged first (--merge, default sum); -diff adds the other side."""
+    from ..viewer.report import report_html
+
+    paths = [options.file, *options.more_files]
+    trees = [_load(path) for path in paths]
+    if len(trees) > 1:
+        check_one_run(trees, paths)
+    tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
+    other = _load(options.diff_file) if options.diff_file else None
+    render = _render_options(options, stdout)
+    title = os.path.basename(options.file) + (f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})" if len(paths) > 1 else "")
+    text = report_html(tree, title, render, other, os.path.basename(options.diff_file) if other is not None else None)
+    try:
+        with open(options.html, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise ProfileError(f"cannot write '{options.html}': {err.strerror or err}") from err
+    print(f"{PROG}: report written to {options.html} ({len(tree):,} nodes, {len(text) / 1e6:.1f} MB)", file=stderr)
+    return EXIT_OK
+
+
+def _run_one(tree: Tree, options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     if options.list_metrics:
         stdout.write(list_text(tree))
         return EXIT_OK
@@ -220,6 +336,6 @@ def _render_options(options: ViewOptions, stdout: TextIO) -> RenderOptions:
     if width is None and is_terminal:
         width = shutil.get_terminal_size().columns
     return RenderOptions(depth=options.depth, name_format=options.name_format, demangle=not options.mangled,
-                         color=color, width=width or None, max_nodes=options.max_nodes or None)
+                         full_names=options.full_names, color=color, width=width or None, max_nodes=options.max_nodes or None)
 
 

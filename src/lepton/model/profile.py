@@ -9,6 +9,19 @@ from .trace import TraceData
 from .tree import TreeData
 
 
+@dataclass(frozen=True)
+class RunCommand:
+    """The command line that ran the profiled program and where, so that a tool can run the same
+    program again (lepton-view --ncu). `argv[0]` is the executable (the Python interpreter for
+    Python programs)."""
+
+    argv: tuple[str, ...]
+    cwd: str
+
+    def as_metadata(self) -> dict:
+        return {"command_line": list(self.argv), "cwd": self.cwd}
+
+
 @dataclass
 class Profile:
     paths: PathTable
@@ -17,3 +30,4 @@ class Profile:
     devices: dict[str, dict[int, DeviceInfo]] = field(default_factory=dict)
     dropped_records: int = 0
     timeline: bool = False  # a trace with CPU scopes, lane names and flows, beyond Proton's kernels
+    command: RunCommand | None = None  # written where Proton's readers ignore it (writers.hatchet)

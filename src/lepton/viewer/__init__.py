@@ -12,6 +12,7 @@ from .filters import FilterError, apply_filters
 from .flat_tree import Tree
 from .frames import ProfileFrame
 from .load import ProfileError, load, load_bytes
+from .names import readable_names
 from .python_api import (
     apply_diff_profile,
     derive_metrics,
@@ -36,5 +37,5 @@ __all__ = [
     "apply_diff_profile", "apply_filters", "check_metric_specs", "csv_text", "demangle", "derive",
     "derive_metrics", "emit_warnings", "filter_frames", "format_frames", "get_min_time_bytes",
     "get_min_time_flops", "get_raw_metrics", "json_text", "load", "load_bytes", "match_available_metrics",
-    "parse", "print_tree", "read", "remove_frames", "shorten", "show_metrics", "sorted_text", "tree_text",
+    "parse", "print_tree", "read", "readable_names", "remove_frames", "shorten", "show_metrics", "sorted_text", "tree_text",
 ]

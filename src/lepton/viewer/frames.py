@@ -180,16 +180,18 @@ class ProfileFrame:
 
     def tree(self, metric_column: str | list[str] | None = None, depth: int = 10000, *,
              expand_name: bool = True, render_header: bool = False, color: bool = False,
-             demangle: bool = True) -> str:
+             demangle: bool = True, full_names: bool = False) -> str:
         """The tree as lepton-view prints it: "<v1> <v2> <name>" per node, then an empty line.
         Names are never cut (hatchet's expand_name) and there is no header; C++ names are
-        demangled unless demangle=False."""
+        demangled and folded as lepton-view shows them (viewer.names), whole with full_names=True,
+        as in the file with demangle=False."""
         del expand_name, render_header  # accepted for hatchet's signature; see the docstring
         labels = [metric_column] if isinstance(metric_column, str) else list(metric_column or [])
         labels = labels or self.show_metric_columns()[:1]
         tree, name_format = self.render_tree()
         columns = [Column(label, self.values(label)) for label in labels]
-        options = RenderOptions(depth=depth, name_format=name_format, demangle=demangle, color=color)
+        options = RenderOptions(depth=depth, name_format=name_format, demangle=demangle,
+                                full_names=full_names, color=color)
         return tree_text(tree, columns, options, self._side)
 
     def sub(self, other: ProfileFrame) -> ProfileFrame:

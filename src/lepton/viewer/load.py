@@ -18,6 +18,7 @@ from . import deep
 from .flat_tree import NO_PARENT, Tree
 from .walk import Walk, WalkBuilder, walk_nodes
 
+RUN_KEY = "lepton"  # the ROOT node's key for the run's metadata (writers.hatchet.METADATA_KEY)
 MSGPACK_SUFFIXES = (".hatchet_msgpack", ".msgpack")
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
 _UTF8_BOM = b"\xef\xbb\xbf"  # Notepad and PowerShell write it; json.loads(bytes) skips it
@@ -183,7 +184,11 @@ def from_document(document, source: str = "<document>") -> Tree:
     """Builds a Tree from the decoded `[root_node, device_info]` list."""
     roots, devices = _split_document(document, source)
     with _tree_errors(source):
-        return _columns(walk_nodes(roots), devices, source)
+        tree = _columns(walk_nodes(roots), devices, source)
+    run = roots[0].get(RUN_KEY)
+    if isinstance(run, dict):
+        tree.run = run
+    return tree
 
 
 @contextmanager

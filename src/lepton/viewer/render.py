@@ -17,13 +17,13 @@ from typing import TextIO
 
 import numpy as np
 
-from .demangle import demangle
 from .derive import Column
 from .diff import ONLY_LEFT, ONLY_RIGHT
 from .escape import printable
 from .filters import format_name
 from .fixed import format_rows
 from .flat_tree import Tree
+from .names import NameStyle, readable_names
 from .shorten import shorten
 
 BRANCH, PIPE, LAST, SPACE = "├─ ", "│  ", "└─ ", "   "
@@ -49,24 +49,31 @@ CHUNK_CHARS = 1 << 22
 class RenderOptions:
     depth: int = 100
     name_format: str = "full"
-    demangle: bool = True
+    demangle: bool = True  # False: names as in the file (--mangled)
+    full_names: bool = False  # demangled C++ names whole, not folded (--full-names)
     color: bool = False
     width: int | None = None  # terminal columns to fit names into; None keeps names whole
     max_nodes: int | None = DEFAULT_MAX_NODES  # lines of a tree or sorted list; None: all
 
 
 def display_names(tree: Tree, options: RenderOptions, escape: bool = True) -> list[str]:
-    """Each node's name as shown: -f format, then demangled unless --mangled, then control
-    characters escaped (json output escapes them its own way, losslessly: escape=False)."""
+    """Each node's name as shown: -f format, then readable (viewer.names: demangled and folded,
+    whole with full_names, as in the file with demangle=False), then control characters escaped (json output escapes them its own way, losslessly: escape=False)."""
     return tree.name_codes.pick(_distinct_display_names(tree, options, escape)).tolist()
 
 
 def _distinct_display_names(tree: Tree, options: RenderOptions, escape: bool = True) -> list[str]:
     """display_names for each of tree.name_codes.distinct: a profile repeats a few kernel names
     many times, each is formatted and demangled once."""
-    shown = [format_name(name, options.name_format) for name in tree.name_codes.distinct]
-    shown = list(map(demangle, shown)) if options.demangle else shown
+    shown = readable_names([format_name(name, options.name_format) for name in tree.name_codes.distinct],
+                           name_style(options))
     return list(map(printable, shown)) if escape else shown
+
+
+def name_style(options: RenderOptions) -> NameStyle:
+    if not options.demangle:
+        return "mangled"
+    return "full" if options.full_names else "short"
 
 
 @dataclass
@@ -179,13 +186,14 @@ def tree_text(tree: Tree, columns: list[Column], options: RenderOptions, side: n
 
 
 def write_tree(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions,
-               side: np.ndarray | None = None) -> None:
-    """tree_text, written to `out` a chunk of lines at a time as it is made."""
+               side: np.ndarray | None = None, notes: list[str] | None = None) -> None:
+    """tree_text, written to `out` a chunk of lines at a time as it is made; `notes` (one string
+    per node, "" for none) follow the names (the rank view's slowest rank)."""
     shown = shown_nodes(tree, options.depth, options.max_nodes)
     values = [column.values for column in columns]
     painter = _Painter(values[0]) if options.color and values else None
     names = _distinct_display_names(tree, options)
-    plain_names = options.width is None and side is None
+    plain_names = options.width is None and side is None and notes is None
     if plain_names:
         names = [name + "\n" for name in names]
     name_positions, depth = tree.name_codes.positions, tree.depth
@@ -206,7 +214,7 @@ def write_tree(out: TextIO, tree: Tree, columns: list[Column], options: RenderOp
                 if options.width is not None:
                     room = options.width - len(line_prefixes[i]) - len(plain[i])
                     name_cells[i] = shorten(name_cells[i], max(room, MIN_NAME_WIDTH))
-                name_cells[i] += _marker(side, node, options.color) + "\n"
+                name_cells[i] += _marker(side, node, options.color) + (notes[node] if notes else "") + "\n"
         out.write(_lines([line_prefixes, *cells, name_cells]))
     out.write(left_out_line(shown.left_out, options.max_nodes))
     out.write("\n")  # print's empty line

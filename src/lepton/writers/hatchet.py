@@ -19,6 +19,13 @@ from ..model.profile import Profile
 from ..model.tree import Node, TreeData, build_tree
 from . import fast_json
 
+# The run's metadata (the command line) goes in one more key of the ROOT node object, beside
+# "frame", "metrics" and "children": hatchet's literal reader (Proton's viewer) reads only those
+# three keys of a node, so it is ignored there. Not a ROOT metric (Proton's viewer would take it for
+# an inclusive metric), not the device block (Proton's util walks every key of it as a device type),
+# not a third list element (hatchet would take it for another root).
+METADATA_KEY = "lepton"
+
 
 def _finite(value):
     """`value` with NaN and ±Inf replaced by None (JSON `null`), in a scalar or a vector."""
@@ -110,6 +117,8 @@ def to_literal(profile: Profile) -> list:
         root = build_tree(profile.paths, profile.data)
         literal = node_literal(root)
     literal["metrics"] = {name: _finite(v) for name, v in root_zeros(profile, root).items()}
+    if profile.command is not None:
+        literal[METADATA_KEY] = profile.command.as_metadata()
     return [literal, device_block(profile, root)]
 
 

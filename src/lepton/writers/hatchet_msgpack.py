@@ -16,7 +16,7 @@ import msgpack
 
 from ..model.profile import Profile
 from ..model.tree import Node, build_tree
-from .hatchet import device_block, root_zeros
+from .hatchet import METADATA_KEY, device_block, root_zeros
 
 _INT_MIN, _INT_END = -(1 << 63), 1 << 64
 
@@ -67,11 +67,15 @@ def render(profile: Profile) -> bytes:
         node = stack.pop()
         metrics = root_zeros(profile, root) if node is root else _metrics(node)
         children = kept[id(node)]
-        out.append(packer.pack_map_header(3))
+        metadata = profile.command is not None and node is root
+        out.append(packer.pack_map_header(4 if metadata else 3))
         out.append(packer.pack("frame"))
         out.append(packer.pack({"name": node.name, "type": "function"}))
         out.append(packer.pack("metrics"))
         out.append(packer.pack({name: _fits(value) for name, value in metrics.items()}))
+        if metadata:  # before "children": the children's maps follow its array header
+            out.append(packer.pack(METADATA_KEY))
+            out.append(packer.pack(profile.command.as_metadata()))
         out.append(packer.pack("children"))
         out.append(packer.pack_array_header(len(children)))
         stack.extend(reversed(children))
