@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lepton.viewer.demangle import demangle
-from lepton.viewer.names import fold, readable_names
+from lepton.viewer.names import MAX_UNFOLDED, fold, readable_names
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "viewer"
 GOLDEN = [tuple(line.split("\t")) for line in (DATA / "folded_cases.tsv").read_text().splitlines()
@@ -91,3 +91,14 @@ def test_full_and_mangled_styles():
 @needs_demangler
 def test_names_made_equal_by_a_frame_format_stay_one_name():
     assert readable_names([FILL_LONG, FILL_LONG]) == ["at::native::vectorized_elementwise_kernel<…>"] * 2
+
+
+@needs_demangler
+def test_names_that_differ_only_deep_inside_stay_short_and_numbered():
+    """Two `std::getline` overloads differ only in template arguments nested three deep: unfolding
+    them until they differ gave names of 240 characters (as torch.randn's float and half kernels
+    give names of thousands); past MAX_UNFOLDED they keep the folded name, numbered."""
+    getlines = [m for m, shown in GOLDEN if shown.startswith("std::getline<…> #")]
+    assert len(getlines) == 2 and all(len(demangle(m)) > MAX_UNFOLDED for m in getlines)
+    shown = readable_names(getlines)
+    assert sorted(shown) == ["std::getline<…> #1", "std::getline<…> #2"]

@@ -22,7 +22,9 @@ name stays at the first level at which it differs from the rest of its group. Na
 with every template argument shown get their full demangled names (overloads differ in their
 parameters); names equal even then (a constructor's C1 and C2 symbols) get " #1", " #2", ...
 in the order of their mangled names, after the folded name (or the full one where that tells
-overloads apart). So every distinct symbol of a profile shows as a distinct
+overloads apart). No name is unfolded past `MAX_UNFOLDED` characters: two `torch.randn` kernels
+differ only deep inside a lambda's template arguments, and a name that long is what folding is
+for; such names keep the folded name and are numbered. So every distinct symbol of a profile shows as a distinct
 name, and one kernel shows under one name everywhere in it (siblings included).
 """
 from __future__ import annotations
@@ -40,6 +42,7 @@ _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 _OPERATOR_CHARS = frozenset("+-*/%^&|~!=<>,[]")
 _QUALIFIERS = (" const", " volatile", " &&", " &")
+MAX_UNFOLDED = 160  # characters: a collision is told apart by a longer name only up to this
 
 
 def readable_names(names: list[str], style: NameStyle = "short") -> list[str]:
@@ -212,12 +215,13 @@ def _unfold(members: list[int], demangled: list[str], shown: list[str], taken: s
         for text in texts.values():
             count[text] += 1
         for i, text in texts.items():
-            if count[text] == 1:
+            if count[text] == 1 and len(text) <= MAX_UNFOLDED:
                 shown[i] = text
-        pending = [i for i in pending if count[texts[i]] > 1]
+        pending = [i for i in pending if count[texts[i]] > 1 or len(texts[i]) > MAX_UNFOLDED]
         if not pending:
             return
-    if len({demangled[i] for i in pending}) > 1:  # overloads with twin symbols: numbered per overload
+    overloads = {demangled[i] for i in pending}
+    if len(overloads) > 1 and max(map(len, overloads)) <= MAX_UNFOLDED:  # numbered per overload
         for i in pending:
             shown[i] = demangled[i]
 
