@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
-import time
+
+from in_kernel import run_child, time_steps
 
 
 def child(tool: str, interval: int, steps: int, outdir: str) -> None:
@@ -49,37 +47,11 @@ def child(tool: str, interval: int, steps: int, outdir: str) -> None:
         work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024)
         z.add_(1.0)
 
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        if prof is not None:
-            with prof.scope("step"):
-                step()
-        else:
-            step()
-    torch.cuda.synchronize()
-    t1 = time.perf_counter()
-    if prof is not None:
-        prof.finalize()
-    t2 = time.perf_counter()
-    print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f}", flush=True)
+    time_steps(step, steps, prof)
 
 
 def run(tool: str, interval: int, steps: int) -> tuple[float, float] | None:
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    with tempfile.TemporaryDirectory() as out:
-        p = subprocess.run([sys.executable, __file__, "--child", tool, str(interval), str(steps), out],
-                           capture_output=True, text=True, env=env, timeout=600)
-    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
-    if p.returncode != 0 or line is None:
-        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
-        print(f"  {tool} interval={interval}: failed (exit {p.returncode}): {' | '.join(tail)}", file=sys.stderr)
-        return None
-    fields = dict(kv.split("=") for kv in line.split()[1:])
-    return float(fields["ms_per_step"]), float(fields["finalize_s"])
+    return run_child(__file__, tool, str(interval), str(steps), label=f"{tool} interval={interval}")
 
 
 def main() -> None:

@@ -59,11 +59,11 @@ result(api_records=api_records, arch=f"{p.major}{p.minor}", num_sms=p.multi_proc
 """
 
 
-def run(tmp_path, *parts: str, timeout: int = 240) -> dict:
-    """Runs PRELUDE and `parts` (each dedented) in a new process in `tmp_path`; returns what the
+def run(tmp_path, *parts: str, timeout: int = 240, prelude: str = PRELUDE) -> dict:
+    """Runs `prelude` and `parts` (each dedented) in a new process in `tmp_path`; returns what the
     program passed to `result()`, plus its stderr."""
     script = tmp_path / "scenario.py"
-    script.write_text(PRELUDE + "".join(textwrap.dedent(p) for p in parts))
+    script.write_text(prelude + "".join(textwrap.dedent(p) for p in parts))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
                PYTHONUNBUFFERED="1")
     p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
+from test_cupti import run as run_scenario
 
 pytestmark = pytest.mark.gpu
 
@@ -41,17 +39,8 @@ def result(**kw):
 """
 
 
-def run(tmp_path, body: str, timeout: int = 300) -> dict:
-    script = tmp_path / "scenario.py"
-    script.write_text(PRELUDE + textwrap.dedent(body))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
-    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=timeout, check=False)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert p.returncode == 0 and lines, f"rc={p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    out = json.loads(lines[-1][len("RESULT "):])
-    out["stderr"] = p.stderr
-    return out
+def run(tmp_path, body: str) -> dict:
+    return run_scenario(tmp_path, body, timeout=300, prelude=PRELUDE)
 
 
 def tree(path) -> tuple[dict, dict]:

@@ -45,20 +45,28 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:
     """A hatchet file's bytes as a Tree, at any depth: a file nested deeper than the C decoders
     go is read again node by node (viewer.deep)."""
     with without_gc():
-        if not _first_byte(data):
-            raise ProfileError(f"'{source}' is empty, not a profile")
-        if _is_json(data, source):
-            with _json_errors(data, source):
-                try:
-                    document = json.loads(data)
-                except RecursionError:
+        document = _decoded(data, source)
+        if document is _TOO_DEEP:
+            if _is_json(data, source):
+                with _json_errors(data, source):
                     text = data.decode(json.detect_encoding(data), "surrogatepass")  # as json.loads does
                     return _deep_tree(source, lambda builder: deep.read_json(text, builder))
-        else:
-            document = _decode_msgpack(data, source)
-            if document is _TOO_DEEP:
-                return _deep_msgpack_tree(data, source)
+            return _deep_msgpack_tree(data, source)
         return from_document(document, source)
+
+
+def _decoded(data: bytes, source: str):
+    """The decoded document (JSON or MessagePack), or _TOO_DEEP when it nests deeper than the C
+    decoders go."""
+    if not _first_byte(data):
+        raise ProfileError(f"'{source}' is empty, not a profile")
+    if _is_json(data, source):
+        with _json_errors(data, source):
+            try:
+                return json.loads(data)
+            except RecursionError:
+                return _TOO_DEEP
+    return _decode_msgpack(data, source)
 
 
 @contextmanager
@@ -85,18 +93,10 @@ def load_document(path: str | os.PathLike) -> list:
     the nested tree themselves (`viewer.lines`)."""
     data, source = read_file(path), os.fspath(path)
     with without_gc():
-        if not _first_byte(data):
-            raise ProfileError(f"'{source}' is empty, not a profile")
-        if _is_json(data, source):
-            with _json_errors(data, source):
-                try:
-                    return json.loads(data)
-                except RecursionError:
-                    raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it") from None
-        document = _decode_msgpack(data, source)
-        if document is _TOO_DEEP:
-            raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it")
-        return document
+        document = _decoded(data, source)
+    if document is _TOO_DEEP:
+        raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it")
+    return document
 
 
 def _is_json(data: bytes, source: str) -> bool:

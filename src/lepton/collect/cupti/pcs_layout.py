@@ -1,7 +1,6 @@
 """Byte layouts and enums of CUPTI's PC sampling API (`cupti_pcsampling.h`), as pure data.
 
-Layouts are those of CUPTI 12.4+ and 13 on x86-64 (../shared/spec/in-kernel-notes.md §1.2): 12.4
-added `correlationId` to `CUpti_PCSamplingPCData`, growing it from 56 to 64 bytes, so an older
+Layouts are those of CUPTI 12.4+ and 13 on x86-64 (from CUPTI's headers): 12.4 added `correlationId` to `CUpti_PCSamplingPCData`, growing it from 56 to 64 bytes, so an older
 libcupti is refused (`MIN_API_VERSION`). No ctypes here: the decoder and its tests run without
 libcupti.
 """
