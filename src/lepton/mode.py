@@ -129,8 +129,8 @@ class MMA(InstrumentationMode):
 def instrumentation_mode(mode=None) -> InstrumentationMode:
     """The instrumentation mode that `start(backend="instrumentation", mode=...)` names: an
     `InstrumentationMode`, or Proton's string form, `"default"` or `"mma"` followed by
-    `:option=value` pairs (e.g. `"default:buffer_type=global:granularity=warp_group"`); None or ""
-    is `Default()`."""
+    `:option=value` pairs (e.g. `"default:buffer_type=global:granularity=warp_group"`), which is
+    also what Proton's `triton.profiler.mode` objects print; None or "" is `Default()`."""
     if isinstance(mode, InstrumentationMode):
         return mode
     text = "" if mode is None else str(mode)
@@ -146,5 +146,10 @@ def instrumentation_mode(mode=None) -> InstrumentationMode:
         if key not in ("metric_type", "sampling_strategy", "sampling_options", "granularity", "buffer_strategy",
                        "buffer_type", "buffer_size", "optimizations"):
             raise ValueError(f"Unknown instrumentation option: {key!r}")
-        fields[key] = int(value) if key == "buffer_size" else value
+        if key == "buffer_size":
+            fields[key] = int(value)
+        elif key in ("sampling_options", "optimizations"):
+            fields[key] = value
+        elif value:  # Proton's mode objects print their enums as "GRANULARITY.WARP"
+            fields[key] = value.rsplit(".", 1)[-1].lower()
     return kinds[name](**fields)

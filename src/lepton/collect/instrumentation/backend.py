@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import UsageError
 from ...model.records import CycleLaunch
 from ..backend import Backend, register_backend
 from .decode import decode_launch
@@ -93,9 +94,13 @@ class InstrumentationBackend(Backend):
         self.warnings: list[str] = []
 
     def _do_start(self) -> None:
-        import torch
+        try:
+            import torch
 
-        self._bound = queue_bound(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+            self._bound = queue_bound(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+        except (ImportError, RuntimeError, AssertionError) as e:  # no torch, or torch without a GPU
+            raise UsageError(f"backend='instrumentation' needs Triton with its proton passes and torch on a "
+                             f"CUDA GPU: {e}") from None
 
     def queue(self, buffer, kernel: InstrumentedKernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
         """One launch of an instrumented kernel (called by the launch hook, on the launching
