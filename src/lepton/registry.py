@@ -270,7 +270,7 @@ class SessionRegistry:
             if info is not None:
                 devices.setdefault(backend.device_type, {})[did] = info
         return Profile(self.hot_path.paths, data, devices, session.dropped_records, session.timeline,
-                       session.command)
+                       session.command, backend.profile_extras())
 
     def write(self, session: Session, fmt: str) -> list[str]:
         fmt = session.check_format(fmt)

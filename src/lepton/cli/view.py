@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the Nsight Compute command (rocprof-compute on AMD) that profiles\n"
                              "one launch of the kernel matching REGEX in the same program (the command\n"
                              "line the profile records); the note on stderr says which launch")
+    parser.add_argument("--sass", metavar="REGEX", default=None,
+                        help="instruction samples (mode=pcsampling): the hottest instructions (SASS) of\n"
+                             "each sampled kernel whose name matches REGEX ('.' for all)")
     parser.add_argument("--lines", type=_count, metavar="N", default=None,
                         help="instruction samples (mode=pcsampling): each sampled kernel's N hottest\n"
                              "source lines with their share, top stall reasons and source text\n"
@@ -160,10 +163,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     options = parse_options(argv)  # argparse exits with 2 on a bad command line
-    lines = build_parser().parse_args(argv).lines
-    ncu = build_parser().parse_args(argv).ncu
+    args = build_parser().parse_args(argv)
+    lines, ncu = args.lines, args.ncu
     if ncu is not None:
         return _handoff(options.file, ncu, stdout, stderr)
+    if args.sass is not None:
+        from ..viewer import sass
+
+        return sass.main(options.file, args.sass, 20)
     if lines is not None:
         from ..viewer import lines as hottest_lines
 

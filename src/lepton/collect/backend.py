@@ -80,6 +80,11 @@ class Backend:
     def _do_stop(self) -> None:
         pass
 
+    def profile_extras(self) -> dict:
+        """What this backend adds to a profile's metadata when it is written (e.g. the hottest
+        instructions of sampled kernels); nothing by default."""
+        return {}
+
     def device_info(self, device_id: int) -> DeviceInfo | None:
         """The device's properties, or None if unknown."""
         return None

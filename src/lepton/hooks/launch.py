@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from contextvars import ContextVar
 from collections.abc import Callable
+from contextvars import ContextVar
 from numbers import Number
 
 from ..hot_path import HOT_PATH

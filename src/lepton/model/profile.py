@@ -31,3 +31,9 @@ class Profile:
     dropped_records: int = 0
     timeline: bool = False  # a trace with CPU scopes, lane names and flows, beyond Proton's kernels
     command: RunCommand | None = None  # written where Proton's readers ignore it (writers.hatchet)
+    extras: dict = field(default_factory=dict)  # more of the run's metadata, from the backend
+
+    def metadata(self) -> dict:
+        """The run's metadata the writers add beside Proton's tree ({} for none)."""
+        out = self.command.as_metadata() if self.command is not None else {}
+        return {**out, **self.extras}

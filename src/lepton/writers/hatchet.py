@@ -117,8 +117,9 @@ def to_literal(profile: Profile) -> list:
         root = build_tree(profile.paths, profile.data)
         literal = node_literal(root)
     literal["metrics"] = {name: _finite(v) for name, v in root_zeros(profile, root).items()}
-    if profile.command is not None:
-        literal[METADATA_KEY] = profile.command.as_metadata()
+    metadata = profile.metadata()
+    if metadata:
+        literal[METADATA_KEY] = metadata
     return [literal, device_block(profile, root)]
 
 

@@ -61,13 +61,14 @@ def render(profile: Profile) -> bytes:
     root = build_tree(profile.paths, profile.data)
     kept = _kept_children(root)
     packer = msgpack.Packer()
+    run_metadata = profile.metadata()
     out = [packer.pack_array_header(2)]
     stack = [root]
     while stack:
         node = stack.pop()
         metrics = root_zeros(profile, root) if node is root else _metrics(node)
         children = kept[id(node)]
-        metadata = profile.command is not None and node is root
+        metadata = node is root and run_metadata
         out.append(packer.pack_map_header(4 if metadata else 3))
         out.append(packer.pack("frame"))
         out.append(packer.pack({"name": node.name, "type": "function"}))
@@ -75,7 +76,7 @@ def render(profile: Profile) -> bytes:
         out.append(packer.pack({name: _fits(value) for name, value in metrics.items()}))
         if metadata:  # before "children": the children's maps follow its array header
             out.append(packer.pack(METADATA_KEY))
-            out.append(packer.pack(profile.command.as_metadata()))
+            out.append(packer.pack(run_metadata))
         out.append(packer.pack("children"))
         out.append(packer.pack_array_header(len(children)))
         stack.extend(reversed(children))

@@ -24,14 +24,18 @@ import sys
 import threading
 from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 
+import numpy as np
+
 from ...errors import BackendError, UsageError
 from . import layout
 from . import pcs_layout as L
+from . import sass as sass_text
 from .backend import CuptiBackend
 from .bindings import Cupti
 from .pcs_attribute import SampleAttributor
 from .pcs_decode import SampleBuffers, StallTable, by_line
 
+SASS_KERNELS = 10  # kernels whose hottest instructions a profile keeps, the most sampled first
 PCS_PER_GET = 4096  # PCs per cuptiPCSamplingGetData: 4096 x (64 B + ~40 reasons x 8 B) ≈ 1.5 MiB
 SCRATCH_BUFFER_BYTES = 16 << 20  # Proton's: CUPTI's host buffer of PC records between drains
 HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write samples to
@@ -222,6 +226,7 @@ class PCSamplingBackend(CuptiBackend):
         self._pcs_lock = threading.RLock()  # drains and context changes (not Backend._lock)
         self._errors: list[str] = []
         self.dropped_samples = 0
+        self._pc_samples: dict[tuple[int, str], dict[int, int]] = {}  # (cubin CRC, function) -> PC -> samples
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
@@ -349,7 +354,30 @@ class PCSamplingBackend(CuptiBackend):
                                 "(a longer PCSampling(interval=...) keeps fewer)")
         if drain.num_pcs:
             self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
+            self._count_pcs(drain)
         return drain
+
+    def _count_pcs(self, drain) -> None:
+        """Adds a drain's samples per (cubin, function, PC), for the hottest instructions."""
+        keys = np.stack([drain.cubin_crc, drain.function_ptr, drain.pc_offset], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        totals = np.zeros(len(uniq), np.int64)
+        np.add.at(totals, inverse.reshape(-1), drain.samples.astype(np.int64))
+        for (crc, ptr, offset), count in zip(uniq.tolist(), totals.tolist()):
+            per_pc = self._pc_samples.setdefault((crc, _string_at(ptr)), {})
+            per_pc[offset] = per_pc.get(offset, 0) + count
+
+    def profile_extras(self) -> dict:
+        """The hottest instructions of the most sampled kernels (their text where nvdisasm is on
+        PATH), under "sass": function -> [[PC offset, samples, instruction], ...]."""
+        with self._pcs_lock:
+            ranked = sorted(self._pc_samples.items(), key=lambda item: -sum(item[1].values()))[:SASS_KERNELS]
+            sass = {}
+            for (crc, function), samples in ranked:
+                cubin = self._cubins.get(crc)
+                instructions = sass_text.disassemble(cubin).get(function, {}) if cubin is not None else {}
+                sass[function] = sass_text.hottest(samples, instructions)
+        return {"sass": sass} if sass else {}
 
     def _report(self) -> None:
         n, self.dropped_samples = self.dropped_samples, 0
