@@ -192,3 +192,42 @@ def test_the_lines_view_lists_a_kernels_hottest_lines_with_shares_and_stalls(cap
     assert out.startswith("step/work  (293730 samples)")
     assert "78.5%  /home/user/bench/in_kernel_workload.py:34@work" in out
     assert "stalls: selected 62%, long_scoreboard 28%" in out
+
+
+class _FakeFunction:
+    def __init__(self, status):
+        self.status = status
+
+    def __call__(self, *args):
+        return self.status
+
+
+def _fake_cupti(functions, version=24, status=0):
+    import types
+
+    from lepton.collect.cupti.pc_sampling import _FUNCTIONS
+
+    lib = types.SimpleNamespace(**{name: _FakeFunction(status) for name in _FUNCTIONS if name in functions})
+    return types.SimpleNamespace(lib=lib, version=version, path="/opt/libcupti.so.13", check=lambda s, what: None)
+
+
+def test_a_cupti_without_the_pc_sampling_api_is_one_clear_line():
+    from lepton.collect.cupti.pc_sampling import PCSamplingApi
+    from lepton.errors import BackendError
+
+    with pytest.raises(BackendError, match=r"^pcsampling needs CUPTI 12.4 or newer .* /opt/libcupti.so.13 .*lacks "
+                                           r"cuptiPCSamplingEnable") as raised:
+        PCSamplingApi(_fake_cupti(functions=()))
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("status, message", [(35, r"INSUFFICIENT_PRIVILEGES.*NVreg_RestrictProfilingToAdminUsers=0"),
+                                             (27, r"not supported here .*compute capability 7.0")])
+def test_no_counter_permission_or_no_support_is_one_line_naming_the_fix(status, message):
+    from lepton.collect.cupti.pc_sampling import _FUNCTIONS, PCSamplingApi
+    from lepton.errors import BackendError
+
+    api = PCSamplingApi(_fake_cupti(functions=_FUNCTIONS, status=status))
+    with pytest.raises(BackendError, match=message) as raised:
+        api.ctx_call("cuptiPCSamplingEnable", 0)
+    assert "\n" not in str(raised.value)

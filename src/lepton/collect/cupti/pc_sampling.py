@@ -97,7 +97,7 @@ class PCSamplingApi:
         missing = [f for f in _FUNCTIONS if not hasattr(cupti.lib, f)]
         if missing or cupti.version < L.MIN_API_VERSION:
             raise BackendError(
-                f"lepton: pcsampling needs CUPTI 12.4 or newer with the PC sampling API; the libcupti at "
+                f"pcsampling needs CUPTI 12.4 or newer with the PC sampling API; the libcupti at "
                 f"{cupti.path} (API version {cupti.version}) lacks {', '.join(missing) or 'the 12.4 layouts'}")
         self.fn = {}
         for name in _FUNCTIONS:
@@ -111,11 +111,11 @@ class PCSamplingApi:
     def check(self, status: int, what: str) -> None:
         if status == L.ERROR_INSUFFICIENT_PRIVILEGES:
             raise BackendError(
-                "lepton: pcsampling cannot read the GPU's performance counters "
+                "pcsampling cannot read the GPU's performance counters "
                 "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): run as root, or load the NVIDIA driver with "
                 "NVreg_RestrictProfilingToAdminUsers=0 (see https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
         if status == L.ERROR_NOT_SUPPORTED:
-            raise BackendError(f"lepton: pcsampling is not supported here ({what}: CUPTI_ERROR_NOT_SUPPORTED): "
+            raise BackendError(f"pcsampling is not supported here ({what}: CUPTI_ERROR_NOT_SUPPORTED): "
                                "PC sampling needs a GPU of compute capability 7.0 or newer and a native "
                                "(not virtualised or MIG-restricted) device")
         self.cupti.check(status, what)
@@ -234,7 +234,7 @@ class PCSamplingBackend(CuptiBackend):
         super()._do_start()
         try:
             if self._subscriber is None:
-                raise UsageError("lepton: pcsampling needs CUPTI's callbacks, which torch.profiler still holds; "
+                raise UsageError("pcsampling needs CUPTI's callbacks, which torch.profiler still holds; "
                                  "run without torch.profiler in this process")
             for cbid in (L.CBID_CONTEXT_CREATED, L.CBID_CONTEXT_DESTROY_STARTING, L.CBID_MODULE_LOADED,
                          L.CBID_MODULE_UNLOAD_STARTING):
