@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from test_cupti import run as run_scenario
+from test_cupti import tree as hatchet_tree
 
 pytestmark = pytest.mark.gpu
 
@@ -47,18 +48,9 @@ def run(tmp_path, body: str) -> dict:
 
 def tree(path) -> tuple[dict, dict]:
     """`({(names below ROOT...): metrics}, ROOT's metrics)`."""
+    flat, _ = hatchet_tree(path)
     with open(path) as f:
-        root, _ = json.load(f)
-    flat = {}
-
-    def walk(node, prefix):
-        for child in node["children"]:
-            key = prefix + (child["frame"]["name"],)
-            flat[key] = child["metrics"]
-            walk(child, key)
-
-    walk(root, ())
-    return flat, root["metrics"]
+        return flat, json.load(f)[0]["metrics"]
 
 
 def lines_under(flat: dict, kernel: tuple) -> dict:

@@ -29,8 +29,8 @@ def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns:
     parents: list[int] = []
     names: list[str] = []
     frame_types: list[str] = []
-    left_row = _union(left, index, parents, names, frame_types)
-    right_row = _union(right, index, parents, names, frame_types)
+    left_row = add_to_union(left, index, parents, names, frame_types)
+    right_row = add_to_union(right, index, parents, names, frame_types)
     n = len(names)
     side = np.full(n, ONLY_RIGHT, dtype=np.int8)
     side[left_row] = ONLY_LEFT
@@ -52,8 +52,9 @@ def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns:
     return Diff(tree, columns, side if (side != BOTH).any() else None)
 
 
-def _union(tree: Tree, index: dict, parents: list, names: list, frame_types: list) -> np.ndarray:
-    """Adds `tree`'s nodes to the union (keyed by parent and frame); returns each node's union row."""
+def add_to_union(tree: Tree, index: dict, parents: list, names: list, frame_types: list) -> np.ndarray:
+    """Adds `tree`'s nodes to the union of several trees (keyed by parent and frame); returns each
+    node's union row (also used by `viewer.ranks`)."""
     rows = np.empty(len(tree), dtype=np.int64)
     for i, parent in enumerate(tree.parent.tolist()):  # parents come before children
         parent_row = NO_PARENT if parent == NO_PARENT else int(rows[parent])

@@ -20,7 +20,8 @@ from typing import Literal
 import numpy as np
 
 from .derive import Column, derive
-from .flat_tree import NO_PARENT, Tree, depths_of
+from .diff import add_to_union
+from .flat_tree import Tree, depths_of
 from .load import ProfileError
 
 MergeMode = Literal["sum", "mean"]
@@ -74,18 +75,7 @@ def union(trees: list[Tree]) -> Union:
     types: list[str] = []
     rows = []
     for tree in trees:
-        mine = np.empty(len(tree), dtype=np.int64)
-        for i, parent in enumerate(tree.parent.tolist()):  # parents come before children
-            parent_row = NO_PARENT if parent == NO_PARENT else int(mine[parent])
-            key = (parent_row, tree.names[i], tree.frame_types[i])
-            row = index.get(key)
-            if row is None:
-                row = index[key] = len(names)
-                parents.append(parent_row)
-                names.append(tree.names[i])
-                types.append(tree.frame_types[i])
-            mine[i] = row
-        rows.append(mine)
+        rows.append(add_to_union(tree, index, parents, names, types))
     parent_array = np.array(parents, dtype=np.int64)
     first = trees[0]
     tree = Tree(parent=parent_array, depth=depths_of(parent_array), names=names, frame_types=types,
