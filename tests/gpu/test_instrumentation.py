@@ -138,3 +138,49 @@ def test_the_trace_has_one_event_per_cta_warp_and_scope(tmp_path):
     assert len(events) == 4 * 4 * 2
     assert {e["name"] for e in events} == {"load", "store"}
     assert len({(e["pid"], e["tid"], e["name"]) for e in events}) == 32
+
+
+def test_buffers_fit_the_kernels_records_and_launches_share_the_arena(tmp_path):
+    out = run(tmp_path, KERNEL, """
+        @triton.jit
+        def looped(x, z, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            acc = tl.load(x + offs, mask=m)
+            for _ in range(3):
+                with pl.scope("body"):
+                    acc = acc * 1.0001 + 0.5
+            tl.store(z + offs, acc, mask=m)
+
+        proton.start("prof", backend="instrumentation")
+        with proton.scope("many"):
+            for _ in range(300):
+                k = ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+        l = looped[(4,)](x, z, x.numel(), BLOCK=1024)
+        proton.finalize()
+        result(sized=k.metadata.profile_scratch_size, looped=l.metadata.profile_scratch_size)
+    """)
+    # ikernel: 4 record ops outside loops -> 4 x 8 bytes for each of 4 warps, plus the 56-byte header,
+    # in a 128-byte aligned slot; the looped kernel keeps the compiler's default (4% of shared memory).
+    assert out["sized"] == 256 and out["looped"] > 4096
+    assert "lepton: warning" not in out["stderr"], out["stderr"]
+    flat, _ = tree(tmp_path / "prof.hatchet")
+    many = scope_metrics(flat, ("many", "ikernel"))
+    assert many["load"]["normalized_cycles"] > 300 * 10  # 300 launches' worth (one is ~190 a warp on the H100)
+    assert flat[("looped", "body")]["cycles"] > 0
+
+
+def test_a_mode_the_passes_refuse_is_one_line_at_the_launch(tmp_path):
+    out = run(tmp_path, KERNEL, """
+        from lepton.errors import UsageError
+        proton.start("prof", backend="instrumentation", mode="default:buffer_size=96")
+        try:
+            ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+            message = None
+        except UsageError as e:
+            message = str(e)
+        proton.finalize()
+        result(message=message)
+    """)
+    message = out["message"]
+    assert message and "\n" not in message and "ikernel" in message and "buffer_size=96" in message

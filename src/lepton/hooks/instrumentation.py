@@ -17,50 +17,14 @@ from __future__ import annotations
 import json
 import threading
 
+from ..collect.instrumentation.arena import ALIGNMENT
 from ..collect.instrumentation.backend import InstrumentedKernel
 from ..errors import UsageError
 from ..hot_path import HOT_PATH
-from ..mode import InstrumentationMode, instrumentation_mode
+from ..mode import instrumentation_mode
 from ..registry import REGISTRY
 from .hook import Hook
-
-ALIGNMENT = 128  # bytes; Triton's launcher asks the profile allocator for this alignment
-
-
-class _CompilerPasses:
-    """What Triton's NVIDIA compiler calls at `ttgpuir_to_llvmir` and `llvmir_to_llvm`."""
-
-    def __init__(self, mode: InstrumentationMode, max_shared_mem: int) -> None:
-        self.mode = mode
-        self.max_shared_mem = max_shared_mem
-
-    def load_dialects(self, ctx) -> None:
-        from triton._C.libtriton import proton as triton_proton
-
-        triton_proton.load_dialects(ctx)
-
-    def patch(self, stage: str, pm, ctx) -> None:
-        from triton._C.libtriton import passes as triton_passes
-        from triton._C.libtriton import proton as triton_proton
-
-        self.load_dialects(ctx)
-        m = self.mode
-        if stage == "ttgpuir_to_llvmir":
-            enum = triton_proton
-            long_clock = not any(o.value == "clock32" for o in m.optimizations)
-            triton_proton.add_convert_proton_to_protongpu(
-                pm, getattr(enum.METRIC_TYPE, m.metric_type.name),
-                getattr(enum.SAMPLING_STRATEGY, m.sampling_strategy.name), m.sampling_options,
-                getattr(enum.GRANULARITY, m.granularity.name), getattr(enum.BUFFER_STRATEGY, m.buffer_strategy.name),
-                getattr(enum.BUFFER_TYPE, m.buffer_type.name), m.buffer_size, self.max_shared_mem, 1, ALIGNMENT,
-                long_clock)
-            triton_passes.common.add_cse(pm)
-            if any(o.value == "sched_stores" for o in m.optimizations):
-                triton_proton.add_schedule_buffer_store(pm)
-            triton_proton.add_allocate_proton_shared_memory(pm)
-        elif stage == "llvmir_to_llvm":
-            triton_proton.add_allocate_proton_global_scratch_buffer(pm)
-            triton_proton.add_convert_proton_nvidia_gpu_to_llvm(pm)
+from .proton_passes import ProtonPasses
 
 
 class InstrumentationHook(Hook):
@@ -96,10 +60,13 @@ class InstrumentationHook(Hook):
         runtime = triton.knobs.runtime
         self._saved = {"passes": compiler.instrumentation, "flag": flags.instrumentation_on,
                        "knob": triton.knobs.compilation.instrumentation_mode,
-                       "allocator": _allocation._profile_allocator.get()}
-        compiler.instrumentation = _CompilerPasses(self.mode, max_shared)
+                       "allocator": _allocation._profile_allocator.get(),
+                       "stages": runtime.add_stages_inspection_hook}
+        self._passes = ProtonPasses(self.mode, max_shared)
+        compiler.instrumentation = self._passes
         flags.instrumentation_on = True
-        triton.knobs.compilation.instrumentation_mode = str(self.mode)
+        triton.knobs.compilation.instrumentation_mode = self._passes.cache_tag()
+        runtime.add_stages_inspection_hook = self._passes.stages_hook(self._saved["stages"])
         _allocation.set_profile_allocator(self._allocate)
         runtime.kernel_load_end_hook.add(self.init_handle)
         runtime.launch_enter_hook.add(self.enter)
@@ -118,6 +85,7 @@ class InstrumentationHook(Hook):
         triton.knobs.compilation.instrumentation_mode = self._saved["knob"]
         _allocation.set_profile_allocator(self._saved["allocator"])
         runtime = triton.knobs.runtime
+        runtime.add_stages_inspection_hook = self._saved["stages"]
         for chain, fn in ((runtime.kernel_load_end_hook, self.init_handle), (runtime.launch_enter_hook, self.enter)):
             try:
                 chain.remove(fn)
@@ -127,18 +95,22 @@ class InstrumentationHook(Hook):
 
     # -- Triton's callbacks ----------------------------------------------------------------------------
     def _allocate(self, size: int, alignment: int, stream):
-        """Triton's profile allocator: a fresh buffer per launch, so that no launch waits for the
-        last one's to be read. Called right before the launch's enter hook, on its thread."""
-        import torch
-
-        if alignment != ALIGNMENT:
+        """Triton's profile allocator: a buffer per launch, so that no launch waits for the last
+        one's to be read, from the backend's arena. Called right before the launch's enter hook,
+        on its thread."""
+        if alignment > ALIGNMENT or ALIGNMENT % alignment:
             raise RuntimeError(f"lepton: Triton asked for a profile buffer aligned to {alignment}, not {ALIGNMENT}")
-        buffer = torch.empty((max((size + alignment - 1) // alignment * alignment, 1),), dtype=torch.uint8,
-                             device="cuda")
+        backend = REGISTRY.backends.get("instrumentation")
+        if backend is None:  # no session to decode it: a buffer that is simply freed
+            import torch
+
+            buffer = torch.empty((max(size, 1),), dtype=torch.uint8, device="cuda")
+        else:
+            buffer = backend.scratch(size)
         self._local.buffer = buffer
         return buffer
 
-    def init_handle(self, module, function, name: str, metadata_group: dict, hash: str) -> None:  # noqa: A002
+    def init_handle(self, module, function, name: str, metadata_group: dict, hash: str) -> None:
         """A compiled kernel was loaded: if it is instrumented, its scopes and scratch layout."""
         if not function:
             return

@@ -32,7 +32,7 @@ from .triton_knobs import install, mark_triton_stacks, uninstall
 
 _RESERVED_KEYS = frozenset({"name", "function", "stream"})
 # A new id for each hooked launch, readable in the launching context afterwards (Proton's `id`).
-id = ContextVar("id", default=None)  # noqa: A001  (Proton's name)
+id = ContextVar("id", default=None)
 _set_launch_id = id.set
 _launch_ids = itertools.count()
 # The state GPU work launched by `launch_metadata` runs under, as Proton's: its kernels sit under a

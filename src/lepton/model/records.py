@@ -172,6 +172,7 @@ class LaunchEvents:
     warnings: list[str] = field(default_factory=list)
     cta_index: np.ndarray = field(default_factory=lambda: _NO_INT)
     hw_ids: np.ndarray = field(default_factory=lambda: _NO_INT)
+    slots: np.ndarray = field(default_factory=lambda: _NO_INT)  # each decoded CTA's slot in the buffer
 
     def __len__(self) -> int:
         return len(self.start_cycle)

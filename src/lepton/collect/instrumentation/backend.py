@@ -1,10 +1,10 @@
 """`backend="instrumentation"`: scopes inside kernels, recorded by Triton's own compiler passes.
 
 The compiler side (the proton dialect's record ops and the passes that lower them) is in libtriton;
-`hooks.instrumentation` installs it and gives every launch of an instrumented kernel a scratch
-buffer of its own. This backend only queues those launches, each with its buffer, kernel and call
-path, and decodes them in batches: at flush, or once the queued buffers pass a bound
-(`queue_bound`). Nothing synchronises the GPU per launch (Proton synchronises the stream and copies
+`hooks.instrumentation` installs it. Every launch of an instrumented kernel gets a scratch buffer of
+its own, cut from this backend's arena (`arena`); the backend queues those launches, each with its
+buffer, kernel and call path, and decodes them in batches, one per kernel: at flush, or once the
+queued buffers pass a bound (`queue_bound`). Nothing synchronises the GPU per launch (Proton synchronises the stream and copies
 the buffer on every launch: docs/design.md, "The instrumentation backend"). Only the part of each
 CTA's slot that its warps wrote crosses to the host (`host_copy`).
 """
@@ -19,16 +19,18 @@ import numpy as np
 from ...errors import UsageError
 from ...model.records import CycleLaunch
 from ..backend import Backend, register_backend
-from .decode import decode_launch
+from .arena import ScratchArena
+from .decode import decode_launch, split_launches
 
 HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
 
 
 def queue_bound(device_bytes: int) -> int:
-    """Queued scratch memory after which the launch hook decodes the queue (and so waits for the
-    GPU): an eighth of the device's memory, at most 16 GiB; enough for hundreds of launches of a
-    4096-block kernel, little enough to leave the program its memory."""
-    return min(device_bytes // 8, 16 << 30)
+    """Scratch handed out to queued launches after which the launch hook decodes the queue (and so
+    waits for the GPU): a sixteenth of the device's memory, at most 2 GiB. The arena keeps that
+    much for the session; kernels sized by `sizing.auto_buffer_size` need 0.5 MB a launch of 4096
+    blocks, so thousands of launches fit."""
+    return min(device_bytes // 16, 2 << 30)
 
 
 def _to_host(array) -> np.ndarray:
@@ -38,31 +40,46 @@ def _to_host(array) -> np.ndarray:
     return np.ascontiguousarray(array)
 
 
-def host_copy(buffer, scratch_size: int, num_units: int) -> tuple[np.ndarray, int]:
-    """`(bytes, slot size)` of a launch's scratch on the host, each CTA's slot cut to the words its
-    units wrote: a 4096-block kernel's slots hold 8 KiB each of which a few scopes use a few dozen
-    bytes. Falls back to the whole buffer where a unit's circular buffer wrapped or the headers
-    disagree. `buffer`: a torch CUDA tensor (or a numpy array, for tests)."""
-    ctas = buffer.shape[0] // scratch_size
-    slots = buffer[:ctas * scratch_size].reshape(ctas, scratch_size)
+def _concat(parts: list):
+    """One array of `parts` (torch tensors or numpy arrays) stacked along their first axis."""
+    if hasattr(parts[0], "cpu"):
+        import torch
+
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
+    return np.concatenate(parts)
+
+
+def host_copy(buffers: list, scratch_size: int, num_units: int) -> tuple[np.ndarray, int, list[int]]:
+    """`(bytes, slot size, CTAs of each buffer)`: the launches' scratch `buffers` (of one kernel) on
+    the host, one slot per CTA, each cut to the words the busiest unit of the batch wrote: a
+    4096-block kernel's slots hold up to 8 KiB each of which a few scopes use a few dozen bytes.
+    Two device-to-host copies for the whole batch (headers, then data). Falls back to whole slots
+    where a unit's circular buffer wrapped or the headers disagree. `buffers`: torch CUDA tensors
+    (or numpy arrays, for tests)."""
+    ctas = [b.shape[0] // scratch_size for b in buffers]
+    slots = [b[:n * scratch_size].reshape(n, scratch_size) for b, n in zip(buffers, ctas)]
+    total = sum(ctas)
     head = HEADER_BYTES + 4 * num_units
-    header = _to_host(slots[:, :head])
+    if not total:
+        return np.zeros(0, np.uint8), scratch_size, ctas
+    header = _to_host(_concat([s[:, :head] for s in slots]))
     buf_size = header[:, 12:16].copy().view(np.uint32)[:, 0]
     counts = header[:, HEADER_BYTES:head].copy().view(np.uint32)
-    segment = int(buf_size[0]) // num_units if ctas else 0
+    segment = int(buf_size[0]) // num_units
     need = (4 * int(counts.max(initial=0)) + 7) // 8 * 8
-    if not ctas or (buf_size != buf_size[0]).any() or need > segment or head + num_units * segment > scratch_size:
-        return _to_host(slots).reshape(-1), scratch_size
-    data = _to_host(slots[:, head:head + num_units * segment].reshape(ctas, num_units, segment)[:, :, :need])
-    compact = np.empty((ctas, head + num_units * need), np.uint8)
+    if (buf_size != buf_size[0]).any() or need > segment or head + num_units * segment > scratch_size:
+        return _to_host(_concat(slots)).reshape(-1), scratch_size, ctas
+    data = _to_host(_concat([s[:, head:head + num_units * segment].reshape(n, num_units, segment)[:, :, :need]
+                             for s, n in zip(slots, ctas)]))
+    compact = np.empty((total, head + num_units * need), np.uint8)
     compact[:, :head] = header
-    compact[:, head:] = data.reshape(ctas, num_units * need)
+    compact[:, head:] = data.reshape(total, num_units * need)
     compact[:, 12:16].view(np.uint32)[:, 0] = num_units * need  # the slot's buffer size, as cut
-    return compact.reshape(-1), head + num_units * need
+    return compact.reshape(-1), head + num_units * need, ctas
 
 
-@dataclass(frozen=True)
-class InstrumentedKernel:
+@dataclass(frozen=True, eq=False)
+class InstrumentedKernel:  # hashed by identity: the backend batches launches by kernel
     """What decoding a launch of one compiled kernel needs, read from its compile metadata."""
 
     name: str
@@ -74,7 +91,8 @@ class InstrumentedKernel:
 
 @dataclass
 class _Launch:
-    buffer: object  # a torch uint8 CUDA tensor: the launch's scratch, grid x scratch_size bytes
+    buffer: object  # the launch's scratch (grid x scratch_size bytes), cut from its device's arena
+    device: int
     kernel: InstrumentedKernel
     kernel_pid: int
     call_path: tuple[str, ...]
@@ -88,7 +106,7 @@ class InstrumentationBackend(Backend):
     def __init__(self, mode: str = "") -> None:
         super().__init__(mode)
         self._queue: list[_Launch] = []
-        self._queued_bytes = 0
+        self._arenas: dict[int, ScratchArena] = {}  # device index -> its scratch arena
         self._bound = 1 << 30  # set from the device's memory at start
         self._queue_lock = threading.Lock()
         self.warnings: list[str] = []
@@ -102,49 +120,71 @@ class InstrumentationBackend(Backend):
             raise UsageError(f"backend='instrumentation' needs Triton with its proton passes and torch on a "
                              f"CUDA GPU: {e}") from None
 
+    def scratch(self, nbytes: int):
+        """A scratch buffer for the next launch on the current device (Triton's profile allocator
+        calls this on the launching thread); it stays the launch's until the queue is decoded."""
+        import torch
+
+        device = torch.cuda.current_device()
+        arena = self._arenas.get(device)
+        if arena is None:
+            def new_chunk(size: int, device=device):
+                return torch.empty((size,), dtype=torch.uint8, device=f"cuda:{device}")
+
+            arena = self._arenas.setdefault(device, ScratchArena(new_chunk))
+        if arena.handed_out + nbytes > self._bound:
+            self._decode_queue()
+        return arena.take(nbytes)
+
     def queue(self, buffer, kernel: InstrumentedKernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
         """One launch of an instrumented kernel (called by the launch hook, on the launching
-        thread). Decodes the queue first when it holds more than `queue_bound`."""
-        launch = _Launch(buffer, kernel, kernel_pid, call_path, time.time_ns())
+        thread), with the buffer `scratch` gave it."""
+        launch = _Launch(buffer, buffer.device.index if hasattr(buffer, "device") else 0, kernel, kernel_pid,
+                         call_path, time.time_ns())
         with self._queue_lock:
             self._queue.append(launch)
-            self._queued_bytes += buffer.numel()
-            full = self._queued_bytes > self._bound
-        if full:
-            self._decode_queue()
 
     def _do_flush(self) -> None:
         self._decode_queue()
 
     def _do_stop(self) -> None:
         with self._queue_lock:
-            self._queue, self._queued_bytes = [], 0
+            self._queue = []
+            arenas, self._arenas = self._arenas, {}
+        for arena in arenas.values():
+            arena.release()
 
     def _decode_queue(self) -> None:
-        """Waits for the GPU once, then copies each queued launch's written words to the host,
-        decodes it and hands it to the sessions."""
+        """Waits for each device with queued launches once, copies the written words of each
+        kernel's launches to the host in one batch, decodes them together and hands each launch to
+        the sessions; then the arenas are free for the next launches."""
         with self._queue_lock:
-            launches, self._queue, self._queued_bytes = self._queue, [], 0
-        if not launches:
-            return
-        import torch
+            launches, self._queue = self._queue, []
+        if launches:
+            import torch
 
-        torch.cuda.synchronize()
-        for launch in launches:
-            self._deliver(launch)
+            for device in {launch.device for launch in launches}:
+                torch.cuda.synchronize(device)
+            by_kernel: dict[InstrumentedKernel, list[_Launch]] = {}
+            for launch in launches:
+                by_kernel.setdefault(launch.kernel, []).append(launch)
+            for kernel, batch in by_kernel.items():
+                self._deliver(kernel, batch)
+        for arena in self._arenas.values():
+            arena.recycle()
 
-    def _deliver(self, launch: _Launch) -> None:
-        kernel = launch.kernel
-        raw, slot = host_copy(launch.buffer, kernel.scratch_size, kernel.num_units)
-        launch.buffer = None  # back to torch's caching allocator
-        events = decode_launch(raw, slot, kernel.num_units)
-        for message in events.warnings:
+    def _deliver(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
+        raw, slot, ctas = host_copy([launch.buffer for launch in batch], kernel.scratch_size, kernel.num_units)
+        decoded = decode_launch(raw, slot, kernel.num_units)
+        for message in decoded.warnings:
             self.warn(f"{kernel.name}: {message}")
-        cycles = CycleLaunch(kernel_pid=launch.kernel_pid, kernel_name=kernel.name,
-                             scope_names=kernel.scope_names, scope_parents=kernel.scope_parents,
-                             events=events, call_path=launch.call_path)
-        if self.sink is not None:
-            self.sink.ingest_cycles(cycles, launch.launch_ns)
+        for launch, events in zip(batch, split_launches(decoded, ctas)):
+            launch.buffer = None
+            cycles = CycleLaunch(kernel_pid=launch.kernel_pid, kernel_name=kernel.name,
+                                 scope_names=kernel.scope_names, scope_parents=kernel.scope_parents,
+                                 events=events, call_path=launch.call_path, device_id=launch.device)
+            if self.sink is not None:
+                self.sink.ingest_cycles(cycles, launch.launch_ns)
 
     def warn(self, message: str) -> None:
         """Once per message, on stderr (decoding runs at flush, away from the user's call)."""

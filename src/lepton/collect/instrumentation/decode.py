@@ -47,11 +47,37 @@ def decode_launch(raw: np.ndarray, scratch_size: int, num_units: int) -> LaunchE
     data_word = HEADER_WORDS + num_units
     good = _good_slots(words, scratch_size, num_units, data_word, warnings)
     out = LaunchEvents(num_units=num_units, warnings=warnings)
-    _per_cta(out, words[good])
-    pieces = [_intervals(words[good], good_rows, data_word, num_units, int(buf), warnings)
-              for buf, good_rows in _by_buf_size(words[good])]
+    decoded = words if len(good) == len(words) else words[good]
+    _per_cta(out, decoded)
+    out.slots = good
+    pieces = [_intervals(decoded, good_rows, data_word, num_units, int(buf), warnings)
+              for buf, good_rows in _by_buf_size(decoded)]
     _set_intervals(out, pieces)
     return out
+
+
+def split_launches(events: LaunchEvents, ctas: list[int]) -> list[LaunchEvents]:
+    """`events` of several launches decoded as one buffer (their slots back to back, `ctas[i]` slots
+    for launch i), as one `LaunchEvents` per launch; the batch's warnings go with the first."""
+    bounds = np.cumsum([0, *ctas])
+    cta_rows = np.searchsorted(events.slots, bounds)  # decoded CTAs of launch i: rows cta_rows[i]:[i+1]
+    order = np.argsort(events.cta_index, kind="stable")
+    starts = np.searchsorted(events.cta_index[order], cta_rows)
+    pieces = []
+    for i in range(len(ctas)):
+        rows = slice(cta_rows[i], cta_rows[i + 1])
+        picked = order[starts[i]:starts[i + 1]]
+        piece = LaunchEvents(num_units=events.num_units, num_ctas=int(cta_rows[i + 1] - cta_rows[i]),
+                             warnings=events.warnings if i == 0 else [],
+                             dropped=events.dropped if i == 0 else 0, unpaired=events.unpaired if i == 0 else 0)
+        for key in ("cta_ids", "hw_ids", "init_ns", "pre_final_ns", "post_final_ns"):
+            setattr(piece, key, getattr(events, key)[rows])
+        piece.slots = events.slots[rows] - bounds[i]
+        for key in ("cta", "hw_id", "unit", "scope", "start_cycle", "end_cycle"):
+            setattr(piece, key, getattr(events, key)[picked])
+        piece.cta_index = events.cta_index[picked] - cta_rows[i]
+        pieces.append(piece)
+    return pieces
 
 
 def _good_slots(words: np.ndarray, scratch_size: int, num_units: int, data_word: int,
@@ -98,7 +124,7 @@ def _by_buf_size(words: np.ndarray):
 def _intervals(all_words: np.ndarray, rows: np.ndarray, data_word: int, num_units: int, buf: int,
                warnings: list[str]) -> dict[str, np.ndarray]:
     """The paired intervals of the CTAs `rows` (all with data size `buf`), CTA index = row."""
-    words = all_words[rows]
+    words = all_words if len(rows) == len(all_words) else all_words[rows]
     seg_words = buf // 4 // num_units
     cap = seg_words // 2  # entries a warp's segment holds
     n_ctas = len(rows)
@@ -109,47 +135,58 @@ def _intervals(all_words: np.ndarray, rows: np.ndarray, data_word: int, num_unit
         c, u = np.nonzero(dropped)
         warnings.append(f"circular buffer wrapped: {int(dropped.sum())} event(s) dropped in "
                         f"{len(c)} warp(s) (first: CTA {int(words[c[0], 1])} warp {int(u[0])}, "
-                        f"{int(counts[c[0], u[0]])} written, room for {cap}); raise the buffer size")
+                        f"{int(counts[c[0], u[0]])} written, room for {cap}); raise the mode's buffer_size (buffer_type=global where "
+                        f"shared memory is short)")
     entries = words[:, data_word:data_word + num_units * seg_words].reshape(n_ctas, num_units, seg_words)
     entries = entries[:, :, :2 * cap].reshape(n_ctas, num_units, cap, 2)
-    # Logical order: entry k of a wrapped warp is at slot (counts + k) % cap (the oldest survivor
-    # is where the next write would go); an unwrapped warp starts at slot 0.
-    first = np.where(counts > cap, counts % max(cap, 1), 0)
-    order = (first[:, :, None] + np.arange(cap)[None, None, :]) % max(cap, 1)
-    entries = np.take_along_axis(entries, order[..., None], axis=2)
-    valid = np.arange(cap)[None, None, :] < kept[:, :, None]
-    cta_i, unit, pos = np.nonzero(valid)
-    w0 = entries[cta_i, unit, pos, 0].astype(np.int64)
-    w1 = entries[cta_i, unit, pos, 1].astype(np.int64)
-    events = {"cta_i": cta_i, "unit": unit, "pos": pos, "is_start": (w0 >> 31) == 0,
-              "scope": (w0 >> 23) & 0xFF, "cycle": ((w0 & 0x7FF) << 32) | w1}
+    if dropped.any():
+        # Logical order: entry k of a wrapped warp is at slot (counts + k) % cap (the oldest
+        # survivor is where the next write would go); an unwrapped warp starts at slot 0.
+        first = np.where(counts > cap, counts % max(cap, 1), 0)
+        order = (first[:, :, None] + np.arange(cap)[None, None, :]) % max(cap, 1)
+        entries = np.take_along_axis(entries, order[..., None], axis=2)
+    flat = entries.reshape(-1, 2)
+    if (kept == cap).all():  # every segment full (Lepton sizes buffers to fit): no mask to apply
+        index = np.arange(len(flat))
+    else:
+        index = np.flatnonzero(np.arange(cap)[None, None, :] < kept[:, :, None])
+        flat = flat[index]
+    w0, w1 = flat[:, 0].astype(np.int64), flat[:, 1].astype(np.int64)
+    events = {"segment": index // cap, "num_units": num_units,  # (CTA, warp), in write order
+              "is_start": (w0 >> 31) == 0, "scope": (w0 >> 23) & 0xFF, "cycle": ((w0 & 0x7FF) << 32) | w1}
     pairs = _pair(events, warnings, words[:, 1])
     pairs["cta_index"] = rows[pairs.pop("cta_i")]
     pairs["dropped"] = int(dropped.sum())
     return pairs
 
 
-def _pair(ev: dict[str, np.ndarray], warnings: list[str], program_ids: np.ndarray) -> dict:
+def _pair(ev: dict, warnings: list[str], program_ids: np.ndarray) -> dict:
     """Proton's per-(CTA, warp, scope) state machine, vectorised. Within a group in write order, an
     event is accepted iff it starts a run of equal kinds (START, START, END -> the first START and
     the END) and is not an END before any START; accepted events then alternate START, END."""
-    order = np.lexsort((ev["pos"], ev["scope"], ev["unit"], ev["cta_i"]))
-    cta_i, unit, scope = ev["cta_i"][order], ev["unit"][order], ev["scope"][order]
-    is_start, cycle = ev["is_start"][order], ev["cycle"][order]
-    n = len(order)
+    # Events arrive grouped by segment (CTA, warp) in write order; a stable sort by
+    # (segment, scope) groups them per scope and keeps the write order within each group.
+    key = ev["segment"] * 256 + ev["scope"]
+    if len(key) > 1 and (key[1:] < key[:-1]).any():
+        order = np.argsort(key, kind="stable")
+        key, segment, scope = key[order], ev["segment"][order], ev["scope"][order]
+        is_start, cycle = ev["is_start"][order], ev["cycle"][order]
+    else:
+        segment, scope, is_start, cycle = ev["segment"], ev["scope"], ev["is_start"], ev["cycle"]
+    n = len(key)
     new_group = np.ones(n, bool)
-    new_group[1:] = (cta_i[1:] != cta_i[:-1]) | (unit[1:] != unit[:-1]) | (scope[1:] != scope[:-1])
+    new_group[1:] = key[1:] != key[:-1]
     new_run = new_group.copy()
     new_run[1:] |= is_start[1:] != is_start[:-1]
-    leading_end = np.zeros(n, bool)
-    if n:  # an END run that opens its group: every END in it lacks a START
-        group_id = np.cumsum(new_group) - 1
-        first_kind_is_end = ~is_start[new_group]
-        run_id = np.cumsum(new_run) - 1
-        first_run_of_group = run_id == run_id[new_group][group_id]
-        leading_end = first_kind_is_end[group_id] & first_run_of_group
-    accepted = new_run & ~leading_end
-    a = np.flatnonzero(accepted)
+    # A run of ENDs that opens its group: none of them has a START.
+    run_starts = np.flatnonzero(new_run)
+    leading_end_run = new_group[run_starts] & ~is_start[run_starts]
+    if leading_end_run.any():
+        leading_end = leading_end_run[np.cumsum(new_run) - 1]
+        accepted = new_run & ~leading_end
+        a = np.flatnonzero(accepted)
+    else:
+        accepted, a = new_run, run_starts
     # Accepted events alternate within a group: a START is closed by the next accepted event if
     # that is in the same group (it is then an END).
     nxt = a[1:]
@@ -159,14 +196,19 @@ def _pair(ev: dict[str, np.ndarray], warnings: list[str], program_ids: np.ndarra
     s, e = a[:-1][closes], nxt[closes]
     start, end = cycle[s], cycle[e]
     wrapped = end < start
-    end = np.where(wrapped, end + (1 << CLOCK_BITS), end)
-    _mismatch_warnings(warnings, is_start, accepted, a, closed_at, cta_i, unit, scope, program_ids,
-                       int(wrapped.sum()))
-    return {"cta_i": cta_i[s], "unit": unit[s], "scope": scope[s], "start_cycle": start,
+    if wrapped.any():
+        end = np.where(wrapped, end + (1 << CLOCK_BITS), end)
+    if len(s) * 2 != n:
+        _mismatch_warnings(warnings, is_start, accepted, a, closed_at, segment, ev["num_units"], scope,
+                           program_ids, int(wrapped.sum()))
+    elif wrapped.any():
+        warnings.append(f"{int(wrapped.sum())} interval(s) crossed the 43-bit cycle counter's wrap: unwrapped")
+    cta_i, unit = np.divmod(segment[s], ev["num_units"])
+    return {"cta_i": cta_i, "unit": unit, "scope": scope[s], "start_cycle": start,
             "end_cycle": end, "unpaired": n - 2 * len(s)}
 
 
-def _mismatch_warnings(warnings, is_start, accepted, a, closed_at, cta_i, unit, scope, program_ids,
+def _mismatch_warnings(warnings, is_start, accepted, a, closed_at, segment, num_units, scope, program_ids,
                        clock_wraps: int) -> None:
     kinds = [("START after START (ignored)", is_start & ~accepted),
              ("END without START (ignored)", ~is_start & ~accepted)]
@@ -176,8 +218,9 @@ def _mismatch_warnings(warnings, is_start, accepted, a, closed_at, cta_i, unit, 
     for what, mask in kinds:
         if mask.any():
             i = int(np.flatnonzero(mask)[0])
-            warnings.append(f"{int(mask.sum())} event(s) {what}; first: CTA {int(program_ids[cta_i[i]])} "
-                            f"warp {int(unit[i])} scope {int(scope[i])}")
+            cta_i, unit = divmod(int(segment[i]), num_units)
+            warnings.append(f"{int(mask.sum())} event(s) {what}; first: CTA {int(program_ids[cta_i])} "
+                            f"warp {unit} scope {int(scope[i])}")
     if clock_wraps:
         warnings.append(f"{clock_wraps} interval(s) crossed the 43-bit cycle counter's wrap: unwrapped")
 
