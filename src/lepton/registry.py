@@ -44,6 +44,10 @@ class _BackendSink:
     def ingest_cycles(self, launch: CycleLaunch, launch_ns: int) -> None:
         self.registry.ingest_cycles(self.backend, launch, launch_ns)
 
+    def wants_intervals(self) -> bool:
+        """Whether a session of this backend keeps a trace (every interval of every launch)."""
+        return any(s.data_kind == "trace" for s in list(self.registry.sessions.values()) if s.backend is self.backend)
+
 
 def _no_stack_marker(timeline: ThreadTimelines | None, caller_path=None) -> bool:
     return False

@@ -17,8 +17,12 @@ DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation
 
 
 class Sink:
-    def __init__(self):
+    def __init__(self, trace=True):
         self.got = []
+        self.trace = trace
+
+    def wants_intervals(self):
+        return self.trace
 
     def ingest_cycles(self, launch, launch_ns):
         self.got.append((launch, launch_ns))
@@ -46,6 +50,19 @@ def test_each_launch_of_a_batch_reaches_the_sessions_with_its_path_and_its_own_e
         assert cycles.events.num_ctas == 4 and cycles.scope_names == k.scope_names
     assert (sink.got[1][0].events.init_ns - alone.init_ns).tolist() == [1_000] * 4
     assert all(launch.buffer is None for launch in batch)  # the arena may hand the memory out again
+
+
+def test_without_a_trace_session_the_batch_is_summed_where_it_is_and_gives_the_same_sums():
+    from lepton.model.cycles import scope_sums
+
+    raw, k = kernel("nested")
+    backend, sink = InstrumentationBackend(), Sink(trace=False)
+    backend.sink = sink
+    backend._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT", "a"), 100), _Launch(raw.copy(), 0, k, 7, ("ROOT", "a"), 200)])
+    want = scope_sums(decode_launch(raw, k.scratch_size, k.num_units))
+    for cycles, _ in sink.got:
+        assert cycles.events is None
+        assert (cycles.sums.scope_ids, cycles.sums.cycles, cycles.sums.warps) == (want.scope_ids, want.cycles, want.warps)
 
 
 def test_the_queue_bound_is_a_sixteenth_of_the_device_at_most_2_gib():

@@ -48,6 +48,7 @@ class ScopeSums:
     scope_ids: list[int]
     cycles: list[int]
     ns: list[float]
+    warps: int  # that the sums are over: warps x CTAs
 
 
 def scope_sums(events: LaunchEvents) -> ScopeSums:
@@ -56,7 +57,7 @@ def scope_sums(events: LaunchEvents) -> ScopeSums:
     cycles = np.zeros(len(ids), np.int64)
     np.add.at(cycles, inverse, durations)
     ns = np.bincount(inverse, weights=durations * ns_per_cycle(events)[events.cta_index], minlength=len(ids))
-    return ScopeSums(ids.tolist(), cycles.tolist(), ns.tolist())
+    return ScopeSums(ids.tolist(), cycles.tolist(), ns.tolist(), events.num_units * events.num_ctas)
 
 
 def scope_name(launch: CycleLaunch, scope_id: int) -> str:

@@ -182,12 +182,15 @@ class LaunchEvents:
 class CycleLaunch:
     """A decoded launch with what places it in a profile: the kernel's node (`kernel_pid`, a path
     id), the kernel's scope names and nesting (`scope_parents`: child id -> parent id), and the
-    launch's call path from ROOT to the kernel (`call_path`, for the trace's `call_stack`)."""
+    launch's call path from ROOT to the kernel (`call_path`, for the trace's `call_stack`).
+    `events` holds every interval; where no session keeps a trace, the backend sums the launch on
+    the device instead: `events` is then None and `sums` its `model.cycles.ScopeSums`."""
 
     kernel_pid: int
     kernel_name: str
     scope_names: dict[int, str]
     scope_parents: dict[int, int]
-    events: LaunchEvents
+    events: LaunchEvents | None
     call_path: tuple[str, ...] = ()
     device_id: int = 0
+    sums: Any = None

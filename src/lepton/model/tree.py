@@ -117,14 +117,13 @@ class TreeData:
         warp per CTA: cycles / (num_units x num_ctas)), and the same two in nanoseconds, `ns` and
         `normalized_ns` (each CTA's cycles converted with its own globaltimer rate: see
         `model.cycles`). Launches of one kernel on one path add up, as in Proton."""
-        events = launch.events
         self.scopes.add(launch.kernel_pid)
         self.cycle_devices.add(launch.device_id)
-        if not len(events):
+        sums = launch.sums if launch.sums is not None else scope_sums(launch.events)
+        if not sums.scope_ids:
             return
-        warps = max(events.num_units * events.num_ctas, 1)
+        warps = max(sums.warps, 1)
         device = {"device_id": str(launch.device_id), "device_type": CUDA_DEVICE_TYPE}
-        sums = scope_sums(events)
         for scope_id, cycles, ns in zip(sums.scope_ids, sums.cycles, sums.ns):
             pid = launch.kernel_pid
             for sid in scope_chain(launch, scope_id):

@@ -35,7 +35,7 @@ def render(profile: Profile) -> bytes:
     data = profile.data
     assert isinstance(data, TraceData)
     events: list[str] = []
-    launches = sorted((c for c in data.cycle_launches if len(c.events)), key=lambda c: int(c.events.init_ns.min()))
+    launches = sorted((c for c in data.cycle_launches if c.events is not None and len(c.events)), key=lambda c: int(c.events.init_ns.min()))
     if launches:
         base = min(int(c.events.init_ns.min()) for c in launches)
         floor = None  # the earliest ts (1 GHz ns) the next launch may start at

@@ -21,6 +21,7 @@ from ...model.records import CycleLaunch
 from ..backend import Backend, register_backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
+from .sums import ArrayOps, TorchOps, batch_sums
 
 HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
 
@@ -174,15 +175,25 @@ class InstrumentationBackend(Backend):
             arena.recycle()
 
     def _deliver(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
-        raw, slot, ctas = host_copy([launch.buffer for launch in batch], kernel.scratch_size, kernel.num_units)
-        decoded = decode_launch(raw, slot, kernel.num_units)
-        for message in decoded.warnings:
-            self.warn(f"{kernel.name}: {message}")
-        for launch, events in zip(batch, split_launches(decoded, ctas)):
+        buffers = [launch.buffer for launch in batch]
+        ctas = [b.shape[0] // kernel.scratch_size for b in buffers]
+        sums = None
+        if self.sink is None or not self.sink.wants_intervals():
+            ops = TorchOps if hasattr(buffers[0], "cpu") else ArrayOps
+            sums = batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units, sorted(kernel.scope_names))
+        if sums is not None:
+            per_launch = [(None, sums.launch(i)) for i in range(len(batch))]
+        else:  # every interval, for a trace or to say what was wrong with a buffer
+            raw, slot, ctas = host_copy(buffers, kernel.scratch_size, kernel.num_units)
+            decoded = decode_launch(raw, slot, kernel.num_units)
+            for message in decoded.warnings:
+                self.warn(f"{kernel.name}: {message}")
+            per_launch = [(events, None) for events in split_launches(decoded, ctas)]
+        for launch, (events, launch_sums) in zip(batch, per_launch):
             launch.buffer = None
             cycles = CycleLaunch(kernel_pid=launch.kernel_pid, kernel_name=kernel.name,
                                  scope_names=kernel.scope_names, scope_parents=kernel.scope_parents,
-                                 events=events, call_path=launch.call_path, device_id=launch.device)
+                                 events=events, call_path=launch.call_path, device_id=launch.device, sums=launch_sums)
             if self.sink is not None:
                 self.sink.ingest_cycles(cycles, launch.launch_ns)
 

@@ -1,0 +1,81 @@
+"""Per-scope sums taken where the buffers are (`batch_sums`, here on numpy), against the host
+decoder and `model.cycles.scope_sums`, the reference; and what makes a batch go to the host."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from instrumentation_buffers import E, S, launch, slot
+
+from lepton.collect.instrumentation.decode import decode_launch
+from lepton.collect.instrumentation.sums import ArrayOps, batch_sums
+from lepton.model.cycles import scope_sums
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
+
+
+def reference(raw, scratch, units):
+    sums = scope_sums(decode_launch(raw, scratch, units))
+    return dict(zip(sums.scope_ids, zip(sums.cycles, sums.ns))), sums.warps
+
+
+def check_against_reference(buffers, scratch, units, scope_ids):
+    ctas = [len(b) // scratch for b in buffers]
+    got = batch_sums(ArrayOps, buffers, ctas, scratch, units, scope_ids)
+    assert got is not None
+    for i, raw in enumerate(buffers):
+        want, warps = reference(raw, scratch, units)
+        mine = got.launch(i)
+        assert mine.warps == warps and mine.scope_ids == sorted(want)
+        for sid, cycles, ns in zip(mine.scope_ids, mine.cycles, mine.ns):
+            assert cycles == want[sid][0]
+            assert ns == pytest.approx(want[sid][1], rel=1e-12)
+    return got
+
+
+@pytest.mark.parametrize("name", ["load_store", "nested"])
+def test_the_real_buffers_sum_as_the_host_decoder_does(name):
+    meta = json.loads((DATA / f"{name}.json").read_text())
+    raw = np.fromfile(DATA / f"{name}.bin", np.uint8)
+    later = raw.copy().reshape(meta["grid"], -1)
+    later[:, 24:32].view(np.uint64)[:, 0] += 7_000  # a slower launch: its pre-final time later
+    ids = sorted(int(i) for i, _ in meta["scope_id_names"])
+    check_against_reference([raw, later.reshape(-1), raw], meta["profile_scratch_size"], meta["num_warps"], ids)
+
+
+def test_interleaved_and_repeated_scopes_a_clock_wrap_and_a_ctas_zero_span():
+    wrap = 1 << 43
+    warps = [[(S, 0, 10), (S, 1, 12), (E, 1, 30), (E, 0, 40), (S, 0, 50), (E, 0, 65)],
+             [(S, 1, wrap - 5), (E, 1, 20)],  # across the counter's wrap: 25 cycles
+             [],  # a warp that recorded nothing
+             [(S, 0, 100), (E, 0, 100)]]
+    slots = [slot(warps, program_id=0, init_ns=1_000, pre_final_ns=1_500),
+             slot(warps, program_id=1, init_ns=2_000, pre_final_ns=2_000)]  # no globaltimer tick: pooled rate
+    raw, scratch = launch(slots)
+    got = check_against_reference([raw], scratch, 4, [0, 1])
+    assert got.launch(0).cycles == [2 * (30 + 15 + 0), 2 * (18 + 25)]
+
+
+def test_a_scope_a_launch_did_not_record_is_left_out_of_its_sums():
+    one, scratch = launch([slot([[(S, 0, 1), (E, 0, 9)]] * 2)])
+    other, _ = launch([slot([[(S, 1, 1), (E, 1, 4)]] * 2, seg_entries=8)])
+    got = batch_sums(ArrayOps, [one, other], [1, 1], scratch, 2, [0, 1])
+    assert got.launch(0).scope_ids == [0] and got.launch(1).scope_ids == [1]
+    assert got.launch(0).cycles == [16] and got.launch(1).cycles == [6]
+
+
+@pytest.mark.parametrize("warp, why", [
+    ([(S, 0, 1), (S, 0, 2), (E, 0, 9)], "START after START"),
+    ([(E, 0, 3), (S, 0, 4), (E, 0, 9)], "END without START"),
+    ([(S, 0, 1), (E, 0, 2), (S, 0, 3)], "never closed"),
+    ([(S, 0, 1), (E, 0, 2)] * 5, "wrapped"),
+    ([(S, 7, 1), (E, 7, 2)], "a scope the kernel does not name"),
+])
+def test_a_batch_with_anything_to_report_goes_to_the_host_decoder(warp, why):
+    raw, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)], warp], seg_entries=8)])
+    assert batch_sums(ArrayOps, [raw], [1], scratch, 2, [0]) is None, why
+
+
+def test_a_bad_preamble_goes_to_the_host_decoder():
+    raw, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)]], preamble=0x12345678)])
+    assert batch_sums(ArrayOps, [raw], [1], scratch, 1, [0]) is None
