@@ -4,6 +4,9 @@ scope_us        enter+exit of a scope with a session active (fake backend, so th
                 thread's time line are included), median of 1e5 pairs, in microseconds
 aggregate_1m_s  1,000,000 kernel records over 1,000 call paths delivered in batches of 64k,
                 attributed, aggregated into the tree and written, in seconds
+decode_launch_ms  one instrumented launch of 4096 CTAs x 4 warps x 2 records decoded on the host
+                (the trace's path; a tree's sums are taken on the GPU), 50 launches in one batch,
+                best of 3, in milliseconds per launch
 parse_1m_s      (when the CUPTI parser is present) 1,000,000 kernels' worth of synthetic CUPTI
                 buffers parsed, attributed and aggregated, in seconds (`bench/parse.py`)
 
@@ -81,6 +84,25 @@ def aggregate_1m_s(kernels: int = 1_000_000, paths: int = 1_000, batch: int = 65
     return (time.perf_counter() - t0) * 1_000_000 / kernels
 
 
+def decode_launch_ms(launches: int = 50) -> float:
+    import struct
+
+    from lepton.collect.instrumentation.decode import decode_launch
+
+    header = struct.pack("<IIIIQQQ", 0xDEADBEEF, 0, 0, 64, 1_000, 2_000, 2_100) + struct.pack("<4I", 4, 4, 4, 4)
+    entries = b"".join(struct.pack("<IIII", 0, 10 + w, 1 << 31, 50 + w) for w in range(4))
+    one = header + entries
+    one += bytes(-len(one) % 128)
+    raw = np.frombuffer(one * 4096 * launches, np.uint8)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        events = decode_launch(raw, len(one), 4)
+        best = min(best, time.perf_counter() - t0)
+    assert len(events) == 4096 * 4 * launches and not events.warnings
+    return best / launches * 1e3
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=100_000, help="scope enter+exit pairs timed")
@@ -88,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     print(f"scope_us={scope_us(a.pairs):.3f}", flush=True)
     print(f"aggregate_1m_s={aggregate_1m_s(a.kernels):.3f}", flush=True)
+    print(f"decode_launch_ms={decode_launch_ms():.3f}", flush=True)
     try:
         from lepton.collect.cupti import parser  # noqa: F401
     except ImportError:  # a build without the CUPTI backend

@@ -24,6 +24,7 @@ from .decode import decode_launch, split_launches
 from .sums import ArrayOps, TorchOps, batch_sums
 
 HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
+SUMS_BYTES = 256 << 20  # device memory one piece of a batch's sums works on (its words as int64)
 
 
 def queue_bound(device_bytes: int) -> int:
@@ -175,6 +176,22 @@ class InstrumentationBackend(Backend):
             arena.recycle()
 
     def _deliver(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
+        """Decodes one kernel's queued launches in pieces of at most `SUMS_BYTES` of widened words
+        (larger pieces made each step of the sums allocate fresh device memory)."""
+        per_piece = max(1, SUMS_BYTES // (2 * kernel.scratch_size))
+        piece: list[_Launch] = []
+        rows = 0
+        for launch in batch:
+            ctas = launch.buffer.shape[0] // kernel.scratch_size
+            if piece and rows + ctas > per_piece:
+                self._deliver_piece(kernel, piece)
+                piece, rows = [], 0
+            piece.append(launch)
+            rows += ctas
+        if piece:
+            self._deliver_piece(kernel, piece)
+
+    def _deliver_piece(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
         buffers = [launch.buffer for launch in batch]
         ctas = [b.shape[0] // kernel.scratch_size for b in buffers]
         sums = None

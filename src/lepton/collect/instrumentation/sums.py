@@ -1,8 +1,8 @@
 """Per-scope sums of a batch of launches, computed where their buffers are: on the GPU.
 
 A profile tree needs, per launch and scope, only the summed cycles and nanoseconds; decoding every
-interval on the host to add them up cost 3-5 ms a launch of 4096 CTAs on the H100's host, a hundred
-times the kernel (docs/design.md). So where every warp's buffer is well formed (no wrap, each
+interval on the host to add them up cost 1.4 ms a launch of 4096 CTAs on the H100's host, forty
+times the kernel, against 24 us here (docs/design.md). So where every warp's buffer is well formed (no wrap, each
 scope's records alternating START, END), the sums are taken with a dozen array operations over the
 whole batch, and only a launches x scopes table crosses to the host. Anything else (a wrapped
 buffer, an unpaired record, a bad slot, or a session that keeps the trace) goes through the host
@@ -55,11 +55,13 @@ class ArrayOps:
         return np.take_along_axis(a, index, axis=axis)
 
     @staticmethod
-    def sum_rows(n: int, rows, values):
-        """(n, ...) array: row i is the sum of `values` where `rows` is i."""
-        out = np.zeros((n, *values.shape[1:]), values.dtype)
-        np.add.at(out, rows, values)
-        return out
+    def prefix_sums(values):
+        """Sums of the first 0, 1, ..., len(values) rows."""
+        return np.concatenate([np.zeros((1, *values.shape[1:]), values.dtype), np.cumsum(values, axis=0)])
+
+    @staticmethod
+    def index(values: list[int], like):
+        return np.asarray(values, np.int64)
 
     @staticmethod
     def as_int(a):
@@ -74,13 +76,18 @@ class ArrayOps:
         return np.where(condition, a, b)
 
     @staticmethod
+    def entries_first(a):
+        """(CTA, warp, entry) to (entry, CTA, warp)."""
+        return np.moveaxis(a, 2, 0)
+
+    @staticmethod
     def amin(a):
-        """Per row, over the (warp, entry) axes."""
-        return a.min(axis=(1, 2))
+        """Per CTA, over the (entry, warp) axes."""
+        return a.min(axis=(0, 2))
 
     @staticmethod
     def amax(a):
-        return a.max(axis=(1, 2))
+        return a.max(axis=(0, 2))
 
     @staticmethod
     def amin_columns(a):
@@ -134,10 +141,17 @@ class TorchOps(ArrayOps):
         return a.gather(axis, index)
 
     @staticmethod
-    def sum_rows(n: int, rows, values):
+    def prefix_sums(values):
         import torch
 
-        return torch.zeros((n, *values.shape[1:]), dtype=values.dtype, device=values.device).index_add_(0, rows, values)
+        return torch.cat([torch.zeros((1, *values.shape[1:]), dtype=values.dtype, device=values.device),
+                          values.cumsum(0)])
+
+    @staticmethod
+    def index(values: list[int], like):
+        import torch
+
+        return torch.tensor(values, dtype=torch.int64, device=like.device)
 
     @staticmethod
     def as_int(a):
@@ -154,12 +168,16 @@ class TorchOps(ArrayOps):
         return torch.where(condition, a, b)
 
     @staticmethod
+    def entries_first(a):
+        return a.permute(2, 0, 1).contiguous()
+
+    @staticmethod
     def amin(a):
-        return a.amin((1, 2))
+        return a.amin((0, 2))
 
     @staticmethod
     def amax(a):
-        return a.amax((1, 2))
+        return a.amax((0, 2))
 
     @staticmethod
     def amin_columns(a):
@@ -215,10 +233,13 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
             or not bool(ops.host(((w[:, 0] == PREAMBLE) & (w[:, 3] == 4 * buf_words)).all()))
             or not bool(ops.host(((counts <= 2 * cap) & (counts % 2 == 0)).all()))):
         return None
-    entries = w[:, data_word:data_word + num_units * seg_words].reshape(rows, num_units, seg_words)[:, :, :2 * cap]
-    w0, w1 = entries[:, :, 0::2], entries[:, :, 1::2]
-    position = ops.arange(cap, w)
-    valid = position < (counts // 2)[:, :, None]
+    # (entry, CTA, warp): the scans below run along the entries, which torch scans fast only when
+    # that axis is not the innermost (docs/design.md: 12x on the H100).
+    entries = ops.entries_first(w[:, data_word:data_word + num_units * seg_words]
+                                .reshape(rows, num_units, seg_words)[:, :, :2 * cap])
+    w0, w1 = entries[0::2], entries[1::2]
+    position = ops.arange(cap, w)[:, None, None]
+    valid = position < (counts // 2)[None]
     is_start = (w0 >> 31) == 0
     scope = (w0 >> 23) & 0xFF
     cycle = ((w0 & 0x7FF) << 32) | w1
@@ -230,35 +251,40 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
     durations, ends, firsts, lasts = [], [], [], []
     for s in scope_ids:
         mine = valid & (scope == s)
-        rank = ops.cumsum(ops.as_int(mine), 2) - 1  # of each of the scope's records in its warp
+        rank = ops.cumsum(ops.as_int(mine), 0) - 1  # of each of the scope's records in its warp
         if not bool(ops.host((~mine | (is_start == (rank % 2 == 0))).all())) \
-                or not bool(ops.host((rank[:, :, -1] % 2 == 1).all())):
+                or not bool(ops.host((rank[-1] % 2 == 1).all())):
             return None  # a START after a START, an END without a START, or one never closed
-        start_at = ops.cummax(ops.as_int(mine & is_start) * (position + 1) - 1, 2)  # its last START, -1: none
+        start_at = ops.cummax(ops.as_int(mine & is_start) * (position + 1) - 1, 0)  # its last START, -1: none
         closes = mine & ~is_start
-        start_cycle = ops.gather(cycle, start_at.clip(0), 2)
+        start_cycle = ops.gather(cycle, start_at.clip(0), 0)
         duration = cycle - start_cycle
         duration = ops.where(duration < 0, duration + (1 << CLOCK_BITS), duration)  # the 43-bit counter wrapped
         duration = ops.where(closes, duration, 0)
-        durations.append(duration.sum((1, 2)))
-        ends.append(ops.as_int(closes).sum((1, 2)))
+        durations.append(duration.sum((0, 2)))
+        ends.append(ops.as_int(closes).sum((0, 2)))
         firsts.append(ops.amin(ops.where(closes, start_cycle, 1 << 62)))
         lasts.append(ops.amax(ops.where(closes, start_cycle + duration, -1)))
     per_row = ops.stack(durations)  # (CTAs, scopes): cycles
     first, last = ops.amin_columns(ops.stack(firsts)), ops.amax_columns(ops.stack(lasts))
     launch_of_row = ops.repeat(ctas, w)
-    n = len(ctas)
+    bounds = ops.index([0, *np.cumsum(ctas).tolist()], w)
+
+    def per_launch(values):  # sums over each launch's rows, which are contiguous (atomics were 10x slower)
+        totals = ops.prefix_sums(values)[bounds]
+        return totals[1:] - totals[:-1]
+
     span_cycles = ops.where(last > first, last - first, 0)
     init_ns = w[:, 4] | (w[:, 5] << 32)
     pre_final_ns = w[:, 6] | (w[:, 7] << 32)
     span_ns = ops.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0)
     usable = (span_cycles > 0) & (span_ns > 0)
-    pooled_ns = ops.as_float(ops.sum_rows(n, launch_of_row, ops.where(usable, span_ns, 0)))
-    pooled_cycles = ops.as_float(ops.sum_rows(n, launch_of_row, ops.where(usable, span_cycles, 0)))
+    pooled_ns = ops.as_float(per_launch(ops.where(usable, span_ns, 0)))
+    pooled_cycles = ops.as_float(per_launch(ops.where(usable, span_cycles, 0)))
     pooled = ops.where(pooled_cycles > 0, pooled_ns / ops.where(pooled_cycles > 0, pooled_cycles, 1.0), 1.0)
     rate = ops.where(usable, ops.as_float(span_ns) / ops.as_float(ops.where(usable, span_cycles, 1)),
                      pooled[launch_of_row])
-    cycles = ops.sum_rows(n, launch_of_row, per_row)
-    ns = ops.sum_rows(n, launch_of_row, ops.as_float(per_row) * rate[:, None])
-    intervals = ops.sum_rows(n, launch_of_row, ops.stack(ends))
+    cycles = per_launch(per_row)
+    ns = per_launch(ops.as_float(per_row) * rate[:, None])
+    intervals = per_launch(ops.stack(ends))
     return BatchSums(list(scope_ids), ops.host(cycles), ops.host(ns), ops.host(intervals), num_units, list(ctas))
