@@ -22,7 +22,7 @@ def test_core_bench_prints_scope_aggregate_and_parse_numbers(tmp_path):
                         "--kernels", "20000"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     figures = dict(line.split("=") for line in p.stdout.split())
-    assert list(figures) == ["scope_us", "aggregate_1m_s", "parse_1m_s"]
+    assert list(figures) == ["scope_us", "aggregate_1m_s", "decode_launch_ms", "parse_1m_s"]
     assert all(float(v) > 0 for v in figures.values())
 
 
