@@ -14,6 +14,8 @@ import sys
 import threading
 from collections.abc import Callable
 
+import numpy as np
+
 from . import writers
 from .collect.backend import Backend, backend_factory, backend_names
 from .collect.timeline import ThreadTimelines
@@ -41,8 +43,8 @@ class _BackendSink:
     def report_dropped(self, count: int, reason: str) -> None:
         self.registry.report_dropped(self.backend, count, reason)
 
-    def ingest_cycles(self, launch: CycleLaunch, launch_ns: int) -> None:
-        self.registry.ingest_cycles(self.backend, launch, launch_ns)
+    def ingest_cycles(self, launches: list[CycleLaunch], launch_ns: list[int]) -> None:
+        self.registry.ingest_cycles(self.backend, launches, launch_ns)
 
     def wants_intervals(self) -> bool:
         """Whether a session of this backend keeps a trace (every interval of every launch)."""
@@ -300,11 +302,12 @@ class SessionRegistry:
                 paths_of = by_parents[id(view.parent_path)] = (view, *kernel_paths(self.hot_path.paths, view))
             s.ingest(*paths_of)
 
-    def ingest_cycles(self, backend: Backend, launch: CycleLaunch, launch_ns: int) -> None:
-        """One decoded launch of an instrumented kernel, to every session of `backend` that was
-        active when it was launched."""
+    def ingest_cycles(self, backend: Backend, launches: list[CycleLaunch], launch_ns: list[int]) -> None:
+        """Decoded launches of instrumented kernels, to every session of `backend` that was active
+        when each was launched."""
+        times = np.asarray(launch_ns, np.int64)
         for s in [s for s in list(self.sessions.values()) if s.backend is backend]:
-            s.add_cycle_launch(launch, launch_ns, self.hot_path.paths)
+            s.add_cycle_launches(launches, times, self.hot_path.paths)
 
     def report_dropped(self, backend: Backend, count: int, reason: str) -> None:
         if count <= 0:

@@ -7,6 +7,7 @@ later, in bulk, on another thread.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import sys
@@ -16,6 +17,7 @@ import time
 import numpy as np
 
 from .errors import UsageError
+from .model.cycles import merge_sums
 from .model.metrics import coerce_metric_value, parse_metric_name
 from .model.profile import RunCommand
 from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch, PhaseData
@@ -210,15 +212,27 @@ class Session:
                 if batch.launch_metrics and batch.correlation_id is not None:
                     data.add_launch_metrics(_launch_metrics(batch, sel, kernel_pids[inverse]))
 
-    def add_cycle_launch(self, launch, launch_ns: int, paths) -> None:
-        """A decoded launch of an instrumented kernel, if this session was active at its launch."""
+    def add_cycle_launches(self, launches: list, launch_ns: np.ndarray, paths) -> None:
+        """Decoded launches of an instrumented kernel, those launched while this session was
+        active. Launches summed on the device (`launch.sums`) that share a phase, a path and a
+        grid are added as one: the tree only adds them up (`merge_sums`)."""
         with self._lock:
             if not self._times:
                 return
-            active, phase = self._launch_state(np.array([launch_ns], np.int64))
-            data = self.phases.get(int(phase[0]))
-            if active[0] and data is not None:
-                data.add_cycle_launch(launch, paths)
+            active, phase = self._launch_state(launch_ns)
+            same: dict[tuple, list] = {}
+            for launch, is_active, ph in zip(launches, active.tolist(), phase.tolist()):
+                data = self.phases.get(ph)
+                if not is_active or data is None:
+                    continue
+                if launch.sums is None:
+                    data.add_cycle_launch(launch, paths)
+                else:
+                    same.setdefault((ph, launch.kernel_pid, launch.device_id, launch.sums.warps), []).append(launch)
+            for (ph, *_), group in same.items():
+                merged = group[0] if len(group) == 1 else \
+                    dataclasses.replace(group[0], sums=merge_sums([launch.sums for launch in group]))
+                self.phases[ph].add_cycle_launch(merged, paths)
 
     def check_format(self, fmt: str) -> str:
         fmt = (fmt or FORMATS[self.data_kind][0]).lower()

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from lepton.collect.instrumentation.backend import (
     InstrumentationBackend,
@@ -24,8 +25,8 @@ class Sink:
     def wants_intervals(self):
         return self.trace
 
-    def ingest_cycles(self, launch, launch_ns):
-        self.got.append((launch, launch_ns))
+    def ingest_cycles(self, launches, launch_ns):
+        self.got.extend(zip(launches, launch_ns))
 
 
 def kernel(name):
@@ -68,3 +69,43 @@ def test_without_a_trace_session_the_batch_is_summed_where_it_is_and_gives_the_s
 def test_the_queue_bound_is_a_sixteenth_of_the_device_at_most_2_gib():
     assert queue_bound(80 << 30) == 2 << 30
     assert queue_bound(16 << 30) == 1 << 30
+
+
+def test_a_session_adds_launches_summed_on_the_device_as_one_per_path_and_grid_and_skips_inactive_ones():
+    import time
+
+    from lepton.model.cycles import ScopeSums
+    from lepton.model.paths import ROOT, PathTable
+    from lepton.model.records import CycleLaunch
+    from lepton.model.tree import build_tree
+    from lepton.session import Session
+
+    paths = PathTable()
+    a, b = paths.extend(ROOT, ["a", "k"]), paths.extend(ROOT, ["b", "k"])
+    s = Session(0, "x", "shadow", "tree", backend=None)
+    s.set_active(True)
+    t_active = time.time_ns()
+    s.set_active(False)
+    t_inactive = time.time_ns()
+
+    def launch(pid, cycles, warps):
+        return CycleLaunch(pid, "k", {0: "load", 1: "store"}, {}, None,
+                           sums=ScopeSums([0, 1], [cycles, 2 * cycles], [cycles / 2, cycles], warps))
+
+    launches = [launch(a, 100, 16), launch(a, 300, 16), launch(a, 64, 4), launch(b, 50, 16), launch(a, 999, 16)]
+    s.add_cycle_launches(launches, np.array([t_active] * 4 + [t_inactive]), paths)
+    nodes = {tuple(n.name for n in chain): chain[-1].metrics for chain in _chains(build_tree(paths, s.phases[0]))}
+    load_a = nodes[("a", "k", "load")]
+    cycles = [v for k, v in load_a.items() if getattr(k, "name", k) == "cycles"]
+    normalized = [v for k, v in load_a.items() if getattr(k, "name", k) == "normalized_cycles"]
+    assert cycles == [100 + 300 + 64] and normalized == [pytest.approx(400 / 16 + 64 / 4)]
+    assert [v for k, v in nodes[("b", "k", "store")].items() if getattr(k, "name", k) == "cycles"] == [100]
+
+
+def _chains(root):
+    stack = [(root, ())]
+    while stack:
+        node, chain = stack.pop()
+        for child in node.children.values():
+            stack.append((child, (*chain, child)))
+            yield (*chain, child)

@@ -60,6 +60,19 @@ def scope_sums(events: LaunchEvents) -> ScopeSums:
     return ScopeSums(ids.tolist(), cycles.tolist(), ns.tolist(), events.num_units * events.num_ctas)
 
 
+def merge_sums(sums: list[ScopeSums]) -> ScopeSums:
+    """The sums of launches over one grid (`warps` alike), as one launch's: the tree adds launches'
+    cycles and their per-warp cycles, both linear in the sums."""
+    cycles: dict[int, int] = {}
+    ns: dict[int, float] = {}
+    for one in sums:
+        for sid, c, n in zip(one.scope_ids, one.cycles, one.ns):
+            cycles[sid] = cycles.get(sid, 0) + c
+            ns[sid] = ns.get(sid, 0.0) + n
+    ids = sorted(cycles)
+    return ScopeSums(ids, [cycles[i] for i in ids], [ns[i] for i in ids], sums[0].warps)
+
+
 def scope_name(launch: CycleLaunch, scope_id: int) -> str:
     """Proton's name for a scope id the kernel did not name: `scope_<id>`."""
     return launch.scope_names.get(scope_id, f"scope_{scope_id}")

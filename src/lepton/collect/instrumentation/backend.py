@@ -206,13 +206,15 @@ class InstrumentationBackend(Backend):
             for message in decoded.warnings:
                 self.warn(f"{kernel.name}: {message}")
             per_launch = [(events, None) for events in split_launches(decoded, ctas)]
+        decoded_launches = []
         for launch, (events, launch_sums) in zip(batch, per_launch):
             launch.buffer = None
-            cycles = CycleLaunch(kernel_pid=launch.kernel_pid, kernel_name=kernel.name,
-                                 scope_names=kernel.scope_names, scope_parents=kernel.scope_parents,
-                                 events=events, call_path=launch.call_path, device_id=launch.device, sums=launch_sums)
-            if self.sink is not None:
-                self.sink.ingest_cycles(cycles, launch.launch_ns)
+            decoded_launches.append(CycleLaunch(
+                kernel_pid=launch.kernel_pid, kernel_name=kernel.name, scope_names=kernel.scope_names,
+                scope_parents=kernel.scope_parents, events=events, call_path=launch.call_path,
+                device_id=launch.device, sums=launch_sums))
+        if self.sink is not None:
+            self.sink.ingest_cycles(decoded_launches, [launch.launch_ns for launch in batch])
 
     def warn(self, message: str) -> None:
         """Once per message, on stderr (decoding runs at flush, away from the user's call)."""
