@@ -214,7 +214,7 @@ def _mismatch_warnings(warnings, is_start, accepted, a, closed_at, segment, num_
              ("END without START (ignored)", ~is_start & ~accepted)]
     never_closed = np.zeros(len(is_start), bool)
     never_closed[a[is_start[a] & ~closed_at]] = True
-    kinds.append(("START never closed (scope entered and not exited)", never_closed))
+    kinds.append(("START never closed (a scope entered and not exited: close each enter_scope with exit_scope)", never_closed))
     for what, mask in kinds:
         if mask.any():
             i = int(np.flatnonzero(mask)[0])
