@@ -1,5 +1,10 @@
-"""What `bench/pcsampling.py` and `bench/instrumentation.py` share: the timed loop of the in-kernel
-workload's steps (in the child process) and running one child (in the parent)."""
+"""What `bench/pcsampling.py` and `bench/instrumentation.py` share: the in-kernel workload's step and
+the profiler under test, the timed loop of the steps (in the child process), and running one child
+(in the parent).
+
+The workload is the one Proton 3.6's in-kernel costs were measured on: one ~30 us Triton kernel of
+4096 blocks and one torch kernel per step; the Triton kernel is compiled on the first step, inside
+the session."""
 from __future__ import annotations
 
 import os
@@ -8,6 +13,50 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+
+
+def workload_step(scoped: bool) -> Callable[[], None]:
+    """The workload's step; with `scoped`, the kernel's load sits in an in-kernel scope `load`."""
+    import torch
+    import triton
+    import triton.language as tl
+    import triton.profiler.language as pl
+
+    if scoped:
+        pl.enable_semantic("triton")
+
+    @triton.jit
+    def work(x, z, n, ITERS: tl.constexpr, BLOCK: tl.constexpr, SCOPED: tl.constexpr):
+        if SCOPED:
+            pl.enter_scope("load")
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        acc = tl.load(x + offs, mask=m)
+        if SCOPED:
+            pl.exit_scope("load")
+        for _ in range(ITERS):
+            acc = acc * 1.0001 + 0.5
+        tl.store(z + offs, acc, mask=m)
+
+    x = torch.randn(1 << 22, device="cuda")
+    z = torch.empty_like(x)
+
+    def step() -> None:
+        work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024, SCOPED=scoped)
+        z.add_(1.0)
+
+    return step
+
+
+def profiler(tool: str):
+    """`(module, its mode module)` of the tool under test: Proton's or Lepton's."""
+    if tool == "proton":
+        import triton.profiler as prof
+        from triton.profiler import mode
+    else:
+        import lepton as prof
+        from lepton import mode
+    return prof, mode
 
 
 def time_steps(step: Callable[[], object], steps: int, prof=None) -> None:

@@ -1,6 +1,6 @@
 """Cost of scopes inside kernels: no profiler, Lepton's `backend="instrumentation"` and Proton's, on
-the in-kernel workload of ../shared/spec/in-kernel-notes.md §0 (one ~30 µs Triton kernel of 4096
-blocks with a `load` scope, and one torch kernel, per step). Each configuration runs in its own
+the in-kernel workload (`in_kernel.workload_step`: one ~30 µs Triton kernel of 4096 blocks with a
+`load` scope, and one torch kernel, per step). Each configuration runs in its own
 process; the kernel is compiled inside the session. GPU machine only.
 
 usage:  python bench/instrumentation.py [--steps 200] [--reps 1] [--mode default:buffer_size=512]
@@ -12,42 +12,15 @@ import argparse
 import os
 import statistics
 
-from in_kernel import run_child, time_steps
+from in_kernel import profiler, run_child, time_steps, workload_step
 
 
 def child(tool: str, steps: int, outdir: str, mode: str = "") -> None:
-    import torch
-    import triton
-    import triton.language as tl
-    import triton.profiler.language as pl
-
-    pl.enable_semantic("triton")
-
-    @triton.jit
-    def work(x, z, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
-        pl.enter_scope("load")
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        acc = tl.load(x + offs, mask=m)
-        pl.exit_scope("load")
-        for _ in range(ITERS):
-            acc = acc * 1.0001 + 0.5
-        tl.store(z + offs, acc, mask=m)
-
-    x = torch.randn(1 << 22, device="cuda")
-    z = torch.empty_like(x)
+    step = workload_step(scoped=True)
     prof = None
     if tool != "none":
-        if tool == "proton":
-            import triton.profiler as prof
-        else:
-            import lepton as prof
+        prof, _ = profiler(tool)
         prof.start(os.path.join(outdir, tool), backend="instrumentation", mode=mode or None)
-
-    def step():
-        work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024)
-        z.add_(1.0)
-
     time_steps(step, steps, prof)
 
 

@@ -1,7 +1,8 @@
 """Lepton's and Proton's overhead on the overhead benchmark's workload, each configuration alternated
 with no profiler in one process (GPU machine).
 
-`../shared/bench/overhead.py` runs every configuration in its own process. On a shared host the
+The overhead benchmark of record (`overhead.py`, kept in the development workspace beside this
+repository, not in it) runs every configuration in its own process. On a shared host the
 processes run at different speeds: bare steps of one script measured 31-69 µs in consecutive
 processes on the H100 machines, which moves a ratio by more than the profilers differ. Here one
 process per tool takes turns: a chunk with no profiler, then a chunk under each configuration

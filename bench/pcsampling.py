@@ -1,6 +1,6 @@
 """Cost of instruction sampling: no profiler, Lepton's pcsampling and Proton's, on the in-kernel
-workload of ../shared/spec/in-kernel-notes.md §0 (one ~30 µs Triton kernel of 4096 blocks and one
-torch kernel per step, 200 steps). Every configuration runs in its own process; the Triton kernel is
+workload (`in_kernel.workload_step`: one ~30 µs Triton kernel of 4096 blocks and one torch kernel per
+step, 200 steps). Every configuration runs in its own process; the Triton kernel is
 compiled inside the session, as in the notes' measurement. GPU machine only.
 
 usage:  python bench/pcsampling.py [--steps 200] [--reps 3] [--intervals 1024,16384,262144]
@@ -14,39 +14,15 @@ import argparse
 import os
 import statistics
 
-from in_kernel import run_child, time_steps
+from in_kernel import profiler, run_child, time_steps, workload_step
 
 
 def child(tool: str, interval: int, steps: int, outdir: str) -> None:
-    import torch
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def work(x, z, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        acc = tl.load(x + offs, mask=m)
-        for _ in range(ITERS):
-            acc = acc * 1.0001 + 0.5
-        tl.store(z + offs, acc, mask=m)
-
-    x = torch.randn(1 << 22, device="cuda")
-    z = torch.empty_like(x)
+    step = workload_step(scoped=False)
     prof = None
     if tool != "none":
-        if tool == "proton":
-            import triton.profiler as prof
-            from triton.profiler.mode import PCSampling
-        else:
-            import lepton as prof
-            from lepton.mode import PCSampling
-        prof.start(os.path.join(outdir, tool), mode=PCSampling(interval=interval))
-
-    def step():
-        work[(4096,)](x, z, x.numel(), ITERS=200, BLOCK=1024)
-        z.add_(1.0)
-
+        prof, mode = profiler(tool)
+        prof.start(os.path.join(outdir, tool), mode=mode.PCSampling(interval=interval))
     time_steps(step, steps, prof)
 
 

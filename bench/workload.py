@@ -1,6 +1,7 @@
-"""The step of `../shared/bench/overhead.py`, for `bench/paired.py`: 1 Triton kernel (with a
-`launch_metadata` function, as overhead.py's) and 2 torch kernels, all tiny, so that a loop of steps
-is bound by launch cost and any profiler overhead shows up fully."""
+"""The step of the overhead benchmark of record (`overhead.py`, in the development workspace), for
+`bench/paired.py`: 1 Triton kernel (with a `launch_metadata` function, as overhead.py's) and 2 torch
+kernels, all tiny, so that a loop of steps is bound by launch cost and any profiler overhead shows
+up fully."""
 from __future__ import annotations
 
 from collections.abc import Callable
