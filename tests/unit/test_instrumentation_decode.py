@@ -151,10 +151,11 @@ def test_real_nested_inner_lies_inside_outer_in_every_warp():
 def test_the_host_copy_keeps_only_the_written_words_and_decodes_the_same(name):
     """Each CTA's 8 KiB slot holds a few dozen written bytes: the copy to the host takes those."""
     from lepton.collect.instrumentation.backend import host_copy
+    from lepton.collect.instrumentation.sums import ArrayOps
 
     raw = np.fromfile(DATA / f"{name}.bin", dtype=np.uint8)
     meta = json.loads((DATA / f"{name}.json").read_text())
-    compact, slot, ctas = host_copy([raw], meta["profile_scratch_size"], meta["num_warps"])
+    compact, slot, ctas = host_copy(ArrayOps, [raw], meta["profile_scratch_size"], meta["num_warps"])
     assert slot < 300 and len(compact) == slot * meta["grid"] and ctas == [meta["grid"]]
     full, cut = decode_launch(raw, meta["profile_scratch_size"], meta["num_warps"]), decode_launch(compact, slot, meta["num_warps"])
     for field in ("cta", "unit", "scope", "start_cycle", "end_cycle", "init_ns", "pre_final_ns"):
@@ -163,11 +164,12 @@ def test_the_host_copy_keeps_only_the_written_words_and_decodes_the_same(name):
 
 def test_the_host_copy_takes_whole_slots_where_a_unit_wrapped():
     from lepton.collect.instrumentation.backend import host_copy
+    from lepton.collect.instrumentation.sums import ArrayOps
 
     raw = np.fromfile(DATA / "load_store.bin", dtype=np.uint8).copy()
     slots = raw.reshape(4, 8320)
     slots[0, 40:44].view(np.uint32)[0] = 10_000  # more words than the 2 KiB segment holds
-    compact, slot, _ = host_copy([raw], 8320, 4)
+    compact, slot, _ = host_copy(ArrayOps, [raw], 8320, 4)
     assert slot == 8320 and np.array_equal(compact, raw)
 
 
@@ -175,6 +177,7 @@ def test_launches_copied_and_decoded_as_one_batch_split_back_as_each_alone():
     """The backend decodes a kernel's queued launches together: split back, each launch must be
     what decoding it alone gives, a CTA whose slot is bad included."""
     from lepton.collect.instrumentation.backend import host_copy
+    from lepton.collect.instrumentation.sums import ArrayOps
     from lepton.collect.instrumentation.decode import split_launches
 
     raw = np.fromfile(DATA / "load_store.bin", dtype=np.uint8)
@@ -183,7 +186,7 @@ def test_launches_copied_and_decoded_as_one_batch_split_back_as_each_alone():
     shifted = raw.copy().reshape(4, 8320)
     shifted[:, 16:24].view(np.uint64)[:, 0] += 5_000  # another launch: later init times
     launches = [raw, bad, shifted.reshape(-1), raw[:8320 * 2]]
-    compact, slot, ctas = host_copy(launches, 8320, 4)
+    compact, slot, ctas = host_copy(ArrayOps, launches, 8320, 4)
     assert ctas == [4, 4, 4, 2]
     pieces = split_launches(decode_launch(compact, slot, 4), ctas)
     for alone_raw, piece in zip(launches, pieces):

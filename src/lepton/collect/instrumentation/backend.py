@@ -35,44 +35,29 @@ def queue_bound(device_bytes: int) -> int:
     return min(device_bytes // 16, 2 << 30)
 
 
-def _to_host(array) -> np.ndarray:
-    """A device tensor's (or a host array's) contents as a numpy array."""
-    if hasattr(array, "cpu"):
-        return array.contiguous().cpu().numpy()
-    return np.ascontiguousarray(array)
-
-
-def _concat(parts: list):
-    """One array of `parts` (torch tensors or numpy arrays) stacked along their first axis."""
-    if hasattr(parts[0], "cpu"):
-        import torch
-
-        return torch.cat(parts) if len(parts) > 1 else parts[0]
-    return np.concatenate(parts)
-
-
-def host_copy(buffers: list, scratch_size: int, num_units: int) -> tuple[np.ndarray, int, list[int]]:
+def host_copy(ops: type[ArrayOps], buffers: list, scratch_size: int,
+              num_units: int) -> tuple[np.ndarray, int, list[int]]:
     """`(bytes, slot size, CTAs of each buffer)`: the launches' scratch `buffers` (of one kernel) on
     the host, one slot per CTA, each cut to the words the busiest unit of the batch wrote: a
     4096-block kernel's slots hold up to 8 KiB each of which a few scopes use a few dozen bytes.
     Two device-to-host copies for the whole batch (headers, then data). Falls back to whole slots
     where a unit's circular buffer wrapped or the headers disagree. `buffers`: torch CUDA tensors
-    (or numpy arrays, for tests)."""
+    with `TorchOps` (or numpy arrays with `ArrayOps`, for tests)."""
     ctas = [b.shape[0] // scratch_size for b in buffers]
     slots = [b[:n * scratch_size].reshape(n, scratch_size) for b, n in zip(buffers, ctas)]
     total = sum(ctas)
     head = HEADER_BYTES + 4 * num_units
     if not total:
         return np.zeros(0, np.uint8), scratch_size, ctas
-    header = _to_host(_concat([s[:, :head] for s in slots]))
+    header = ops.host(ops.concat([s[:, :head] for s in slots]))
     buf_size = header[:, 12:16].copy().view(np.uint32)[:, 0]
     counts = header[:, HEADER_BYTES:head].copy().view(np.uint32)
     segment = int(buf_size[0]) // num_units
     need = (4 * int(counts.max(initial=0)) + 7) // 8 * 8
     if (buf_size != buf_size[0]).any() or need > segment or head + num_units * segment > scratch_size:
-        return _to_host(_concat(slots)).reshape(-1), scratch_size, ctas
-    data = _to_host(_concat([s[:, head:head + num_units * segment].reshape(n, num_units, segment)[:, :, :need]
-                             for s, n in zip(slots, ctas)]))
+        return ops.host(ops.concat(slots)).reshape(-1), scratch_size, ctas
+    data = ops.host(ops.concat([s[:, head:head + num_units * segment].reshape(n, num_units, segment)[:, :, :need]
+                                for s, n in zip(slots, ctas)]))
     compact = np.empty((total, head + num_units * need), np.uint8)
     compact[:, :head] = header
     compact[:, head:] = data.reshape(total, num_units * need)
@@ -181,27 +166,27 @@ class InstrumentationBackend(Backend):
         per_piece = max(1, SUMS_BYTES // (2 * kernel.scratch_size))
         piece: list[_Launch] = []
         rows = 0
+        ops = TorchOps if hasattr(batch[0].buffer, "cpu") else ArrayOps  # numpy: the tests' buffers
         for launch in batch:
             ctas = launch.buffer.shape[0] // kernel.scratch_size
             if piece and rows + ctas > per_piece:
-                self._deliver_piece(kernel, piece)
+                self._deliver_piece(ops, kernel, piece)
                 piece, rows = [], 0
             piece.append(launch)
             rows += ctas
         if piece:
-            self._deliver_piece(kernel, piece)
+            self._deliver_piece(ops, kernel, piece)
 
-    def _deliver_piece(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
+    def _deliver_piece(self, ops: type[ArrayOps], kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
         buffers = [launch.buffer for launch in batch]
         ctas = [b.shape[0] // kernel.scratch_size for b in buffers]
         sums = None
         if self.sink is None or not self.sink.wants_intervals():
-            ops = TorchOps if hasattr(buffers[0], "cpu") else ArrayOps
             sums = batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units, sorted(kernel.scope_names))
         if sums is not None:
             per_launch = [(None, sums.launch(i)) for i in range(len(batch))]
         else:  # every interval, for a trace or to say what was wrong with a buffer
-            raw, slot, ctas = host_copy(buffers, kernel.scratch_size, kernel.num_units)
+            raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
             decoded = decode_launch(raw, slot, kernel.num_units)
             for message in decoded.warnings:
                 self.warn(f"{kernel.name}: {message}")

@@ -32,7 +32,12 @@ class ArrayOps:
         """The launches' slots as one (CTAs, slot words) int64 array of the unsigned words."""
         parts = [np.asarray(b, np.uint8)[:len(b) // scratch_size * scratch_size].view("<u4")
                  .reshape(-1, scratch_size // 4) for b in buffers]
-        return np.concatenate(parts).astype(np.int64)
+        return ArrayOps.concat(parts).astype(np.int64)
+
+    @staticmethod
+    def concat(parts: list):
+        """`parts` stacked along their first axis."""
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     @staticmethod
     def repeat(counts: list[int], like):
@@ -113,7 +118,13 @@ class TorchOps(ArrayOps):
 
         parts = [b[:b.shape[0] // scratch_size * scratch_size].view(torch.int32).reshape(-1, scratch_size // 4)
                  for b in buffers]
-        return (torch.cat(parts) if len(parts) > 1 else parts[0]).to(torch.int64) & 0xFFFFFFFF
+        return TorchOps.concat(parts).to(torch.int64) & 0xFFFFFFFF
+
+    @staticmethod
+    def concat(parts: list):
+        import torch
+
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
 
     @staticmethod
     def repeat(counts: list[int], like):
@@ -195,7 +206,7 @@ class TorchOps(ArrayOps):
 
     @staticmethod
     def host(a) -> np.ndarray:
-        return a.cpu().numpy()
+        return a.contiguous().cpu().numpy()
 
 
 @dataclass
