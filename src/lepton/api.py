@@ -40,9 +40,13 @@ def _load_backend_module(name: str) -> None:
         importlib.import_module("lepton.collect.instrumentation.backend")
 
 
-def select_backend() -> str:
+# Modes that only a GPU backend has: without a usable GPU they are refused, not recorded as CPU scopes.
+_GPU_MODES = ("pcsampling",)
+
+
+def select_backend(mode_text: str = "") -> str:
     """The backend for `backend=None`: CUPTI where an NVIDIA GPU is usable, else CPU scopes only
-    (with one warning line saying what was looked for)."""
+    (with one warning line saying what was looked for); a GPU-only mode without a GPU is refused."""
     try:
         cupti = importlib.import_module("lepton.collect.cupti")
         usable, looked_for = cupti.probe()
@@ -50,6 +54,11 @@ def select_backend() -> str:
         usable, looked_for = False, f"the CUPTI backend could not be imported ({e})"
     if usable:
         return "cupti"
+    mode_name = mode_text.split(":", 1)[0]
+    if mode_name in _GPU_MODES:
+        raise UsageError(f"mode={mode_name!r} samples instructions on an NVIDIA GPU, and none is usable here "
+                         f"({looked_for}); run it on a machine with one, or start without mode= to record "
+                         "CPU scopes")
     REGISTRY.warn_once("no-gpu", f"lepton: no usable NVIDIA GPU ({looked_for}); "
                                 "recording CPU scopes and metrics only")
     return "cpu"
@@ -97,7 +106,7 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
         return pinned
     name = DEFAULT_PROFILE_NAME if name is None else name
     if backend is None:
-        backend = select_backend()
+        backend = select_backend(_mode_string(mode))
     else:
         backend = backend.lower()
         if backend in _PLANNED_BACKENDS:

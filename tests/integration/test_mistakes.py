@@ -130,3 +130,18 @@ def test_a_forked_child_drops_the_parents_sessions_quietly(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
     assert set(tree(tmp_path / "p.hatchet")) == {"parent_before", "parent_after"}
+
+
+def test_instruction_sampling_without_a_gpu_says_a_gpu_is_needed_and_starts_nothing(monkeypatch, tmp_path, capsys):
+    from lepton.collect import cupti
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cupti, "probe", lambda: (False, "no libcuda.so.1 (NVIDIA driver)"))
+    with pytest.raises(UsageError, match=r"mode='pcsampling' samples instructions on an NVIDIA GPU, and none "
+                                         r"is usable here \(no libcuda.so.1 \(NVIDIA driver\)\)"):
+        proton.start("p", mode="pcsampling:interval=64")
+    assert not REGISTRY.sessions
+    assert "recording CPU scopes" not in capsys.readouterr().err
+    proton.start("p")  # without the mode: CPU scopes, as before
+    proton.finalize()
+    assert os.path.exists("p.hatchet")

@@ -1,11 +1,14 @@
 """Instruction sampling (`mode="pcsampling"`): CUPTI's PC sampling API through ctypes, continuously.
 
-What it does differently from Proton 3.6 (in-kernel-notes §1.3), and why it is cheap:
-- sampling is started once per CUDA context and stopped only to drain at a flush: no
+What it does differently from Proton 3.6, and why it is cheap:
+- sampling runs from enable to disable in each CUDA context (no start/stop control): no
   `cuCtxSynchronize` and no start/stop per launch, kernels stay concurrent (CONCURRENT_KERNEL
   records, as in the default mode);
-- CUPTI's buffer is drained (`cuptiPCSamplingGetData`) at each flush, at module load and unload (on
-  the loading thread, in CUPTI's resource callback), and decoded with numpy (`pcs_decode`);
+- CUPTI's buffers are drained (`cuptiPCSamplingGetData`) while the program runs, by a background
+  thread every `DRAIN_PERIOD_S` (`pcs_drain`), so they never fill however long the run; also at each
+  flush and at module unload; the drains are decoded with numpy (`pcs_decode`);
+- a CUPTI failure in a drain never loses the profile: the kernel times and the samples drained
+  before it are kept, and one line says what failed and what was dropped;
 - samples are attributed to call paths when the kernel records of their launches are delivered
   (`pcs_attribute`), since `correlationId` is 0 in continuous mode;
 - cubins are kept by CRC from every module loaded while sampling and from Triton's compiled kernels
@@ -13,7 +16,8 @@ What it does differently from Proton 3.6 (in-kernel-notes §1.3), and why it is 
   seen (`cuptiGetSassToSourceCorrelation`, cached per function and PC offset).
 
 Threads: `_graph_callback` (module and context events) runs on the thread that loads a module or
-creates a context; drains hold `_lock`, so a flush and a module load never read one buffer at once.
+creates a context, periodic drains on the drain thread; drains hold `_pcs_lock`, so no two read one
+buffer at once.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import ctypes
 import gc
 import sys
 import threading
+import time
 from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
@@ -31,14 +36,19 @@ from . import layout
 from . import pcs_layout as L
 from . import sass as sass_text
 from .backend import CuptiBackend
-from .bindings import Cupti
+from .bindings import Cupti, CuptiError
 from .pcs_attribute import SampleAttributor
 from .pcs_decode import SampleBuffers, StallTable, by_line
+from .pcs_drain import Drainer
 
 SASS_KERNELS = 10  # kernels whose hottest instructions a profile keeps, the most sampled first
 PCS_PER_GET = 4096  # PCs per cuptiPCSamplingGetData: 4096 x (64 B + ~40 reasons x 8 B) ≈ 1.5 MiB
 SCRATCH_BUFFER_BYTES = 16 << 20  # Proton's: CUPTI's host buffer of PC records between drains
 HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write samples to
+# CUPTI's worker threads move the device buffer into the scratch buffer this often; at its default
+# (100 ms) a busy H100 filled 128 MiB before they woke (docs/design.md, "Draining while it runs").
+WORKER_SLEEP_MS = 10
+DRAIN_PERIOD_S = 0.05  # the drain thread's period: a drain costs ~0.5 ms, mostly per distinct PC
 _MAX_GETS_PER_DRAIN = 100_000  # a runaway guard: 4e8 PCs
 
 
@@ -179,16 +189,28 @@ class _Context:
             (L.ATTR_SCRATCH_BUFFER_SIZE, SCRATCH_BUFFER_BYTES, 0),
             (L.ATTR_HARDWARE_BUFFER_SIZE, HARDWARE_BUFFER_BYTES, 0),
             (L.ATTR_SAMPLING_DATA_BUFFER, self.flushed.address, 0),
-            (L.ATTR_ENABLE_START_STOP_CONTROL, 1, 0),
+            # Off: with start/stop control, cuptiPCSamplingGetData returns nothing until a stop,
+            # and a stop from another thread while one launches hung (H100, CUDA 13).
+            (L.ATTR_ENABLE_START_STOP_CONTROL, 0, 0),
             (L.ATTR_COLLECTION_MODE, L.COLLECTION_MODE_CONTINUOUS, 0),
         ]
-        self.configs = (_ConfigInfo * len(words))(*[_ConfigInfo(t, 0, a, b, 0) for t, a, b in words])
-        params = _ConfigParams(40, None, ctx, len(words), self.configs)
-        status = api.call("cuptiPCSamplingSetConfigurationAttribute", params)
-        bad = [(c.attributeType, c.attributeStatus) for c in self.configs if c.attributeStatus]
-        api.check(status, f"cuptiPCSamplingSetConfigurationAttribute (attribute, status: {bad})")
-        api.ctx_call("cuptiPCSamplingStart", ctx)
-        self.running = True
+        self.configs = _configure(api, ctx, words)
+        # Apart: a libcupti without this attribute still samples, with its own worker period.
+        self.worker_sleep = _configure(api, ctx, [(L.ATTR_WORKER_THREAD_PERIODIC_SLEEP_SPAN, WORKER_SLEEP_MS, 0)],
+                                       required=False)
+        self.failed = ""  # the error that ended this context's drains, if one did
+
+
+def _configure(api: PCSamplingApi, ctx: int, words: list[tuple[int, int, int]], required: bool = True):
+    """Sets `(attribute, word0, word1)` configuration words; returns the array CUPTI was given (it
+    keeps pointers into it), or None where an optional setting was refused."""
+    configs = (_ConfigInfo * len(words))(*[_ConfigInfo(t, 0, a, b, 0) for t, a, b in words])
+    status = api.call("cuptiPCSamplingSetConfigurationAttribute", _ConfigParams(40, None, ctx, len(words), configs))
+    if status != layout.SUCCESS and not required:
+        return None
+    bad = [(c.attributeType, c.attributeStatus) for c in configs if c.attributeStatus]
+    api.check(status, f"cuptiPCSamplingSetConfigurationAttribute (attribute, status: {bad})")
+    return configs
 
 
 def triton_cubins() -> list[bytes]:
@@ -214,9 +236,11 @@ class PCSamplingBackend(CuptiBackend):
 
     modes = ("pcsampling",)
 
-    def __init__(self, mode: str = "pcsampling", **kw) -> None:
+    def __init__(self, mode: str = "pcsampling", *, pcs_api=None, **kw) -> None:
+        """`pcs_api` defaults to the PC sampling calls of the loaded libcupti; tests pass a fake."""
         super().__init__(mode, **kw)
         self.period_log2 = L.period_log2(mode)
+        self._pcs_api = pcs_api
         self.api: PCSamplingApi | None = None
         self.attributor = SampleAttributor(self.period_log2)
         self._contexts: dict[int, _Context] = {}
@@ -224,13 +248,16 @@ class PCSamplingBackend(CuptiBackend):
         self._lines: dict[tuple[int, str, int], str] = {}  # (CRC, function, PC offset) -> node name
         self._triton_seen = 0  # how many Triton cubins were hashed at the last scan
         self._pcs_lock = threading.RLock()  # drains and context changes (not Backend._lock)
+        self._drainer: Drainer | None = None
         self._errors: list[str] = []
+        self.full_buffer_drains = 0  # drains CUPTI refused because the device's buffer had filled
         self.dropped_samples = 0
         self._pc_samples: dict[tuple[int, str], dict[int, int]] = {}  # (cubin CRC, function) -> PC -> samples
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
-        self.api = PCSamplingApi(self.cupti)  # one line, before anything is touched, if CUPTI lacks it
+        # One line, before anything is touched, if CUPTI lacks the API.
+        self.api = self._pcs_api if self._pcs_api is not None else PCSamplingApi(self.cupti)
         super()._do_start()
         try:
             if self._subscriber is None:
@@ -242,6 +269,7 @@ class PCSamplingBackend(CuptiBackend):
             self.collector.before_ingest = self.attributor.attach
             for ctx in self._live_contexts():
                 self._enable(ctx)
+            self._drainer = Drainer(self._drain_running, DRAIN_PERIOD_S)
         except BaseException:
             self._do_stop()
             raise
@@ -292,18 +320,20 @@ class PCSamplingBackend(CuptiBackend):
 
     def _do_flush(self) -> None:
         if self.collector is not None:
-            self.driver.synchronize_all()  # every kernel ended: its samples are in CUPTI's buffers
-            self._drain_all(restart=True)
+            self.driver.synchronize_all()  # every kernel ended: its samples are on their way
+            time.sleep(2 * WORKER_SLEEP_MS / 1000)  # CUPTI's workers move them to where a drain reads
+            self._drain_all(final=False)
         super()._do_flush()  # its kernel records are delivered, with the samples (`before_ingest`)
         self._report()
 
     def _do_stop(self) -> None:
         try:
+            if self._drainer is not None:
+                self._drainer.stop()
+                self._drainer = None
             if self.collector is not None:
                 self.driver.synchronize_all()
-                self._drain_all(restart=False)
-                for ctx in list(self._contexts):
-                    self._disable(ctx)
+                self._drain_all(final=True)
         finally:
             super()._do_stop()
             self._report()
@@ -314,25 +344,52 @@ class PCSamplingBackend(CuptiBackend):
                       file=sys.stderr)
 
     def _disable(self, ctx: int) -> None:
+        """Ends sampling in `ctx`: CUPTI copies the samples it still holds into the configured
+        buffer, which is read here."""
         with self._pcs_lock:
             state = self._contexts.pop(ctx, None)
-            if state is not None and self.api is not None:
-                self.api.call("cuptiPCSamplingDisable", _Ctx(24, None, ctx))  # the context may be going
+            if state is None or self.api is None:
+                return
+            status = self.api.call("cuptiPCSamplingDisable", _Ctx(24, None, ctx))  # the context may be going
+            if status == layout.SUCCESS and not state.failed:
+                self._guarded(state, lambda: self._take(state, state.flushed))
 
     # -- drains -------------------------------------------------------------------------------------------
-    def _drain_all(self, restart: bool) -> None:
+    def _drain_running(self) -> None:
+        """The drain thread's pass: what CUPTI holds of every context, while kernels run."""
         with self._pcs_lock:
             for state in list(self._contexts.values()):
-                self._drain(state, stop=True, restart=restart)
+                self._guarded(state, lambda: self._drain(state))
 
-    def _drain(self, state: _Context, stop: bool, restart: bool = True) -> None:
-        """Moves CUPTI's samples into the attributor. `stop`: stop sampling first (CUPTI then
-        flushes the device buffer into its own), and start again if `restart`."""
+    def _drain_all(self, final: bool) -> None:
+        """Every context's samples; `final`: and sampling ends (each context disabled)."""
+        with self._pcs_lock:
+            for ctx, state in list(self._contexts.items()):
+                self._guarded(state, lambda: self._drain(state))
+                if final:
+                    self._disable(ctx)
+
+    def _guarded(self, state: _Context, drain) -> None:
+        """Runs a drain of `state`; a CUPTI failure keeps what was drained before it. A full device
+        buffer loses that window's samples and sampling goes on; any other failure ends this
+        context's drains, with one line at the next report."""
+        if state.failed:
+            return
+        try:
+            drain()
+        except CuptiError as e:
+            if e.status == L.ERROR_OUT_OF_MEMORY:
+                self.full_buffer_drains += 1
+                return
+            state.failed = str(e)
+            self._errors.append(f"instruction sampling stopped: {e}; the profile keeps every kernel time and "
+                                f"the {self.attributor.drained} samples drained before it")
+
+    def _drain(self, state: _Context) -> None:
+        """Moves CUPTI's samples of `state` into the attributor: those CUPTI flushed into the
+        configured buffer by itself (module unload), then whatever `cuptiPCSamplingGetData` has."""
         api = self.api
         with self._pcs_lock, self._current(state.ctx):
-            if stop and state.running:
-                api.ctx_call("cuptiPCSamplingStop", state.ctx)
-                state.running = False
             self._take(state, state.flushed)
             params = _GetData(32, None, state.ctx, state.buffers.address)
             for _ in range(_MAX_GETS_PER_DRAIN):
@@ -340,9 +397,6 @@ class PCSamplingBackend(CuptiBackend):
                 drain = self._take(state, state.buffers)
                 if drain.remaining_pcs == 0:
                     break
-            if restart and stop:
-                api.ctx_call("cuptiPCSamplingStart", state.ctx)
-                state.running = True
 
     def _take(self, state: _Context, buffers: SampleBuffers):
         """Moves what `buffers` holds into the attributor, marks it read, and returns the drain."""
@@ -350,8 +404,7 @@ class PCSamplingBackend(CuptiBackend):
         buffers.mark_read()
         self.dropped_samples += drain.dropped_samples
         if drain.hardware_buffer_full:
-            self._errors.append("the GPU's sample buffer filled up: samples were lost "
-                                "(a longer PCSampling(interval=...) keeps fewer)")
+            self.full_buffer_drains += 1
         if drain.num_pcs:
             self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
             self._count_pcs(drain)
@@ -383,6 +436,10 @@ class PCSamplingBackend(CuptiBackend):
         n, self.dropped_samples = self.dropped_samples, 0
         if n and self.sink is not None:
             self.sink.report_dropped(n, "pc sampling")
+        full, self.full_buffer_drains = self.full_buffer_drains, 0
+        if full:
+            self._errors.append(f"the GPU's sample buffer filled up ({full} times): the samples of those "
+                                "moments were lost (a longer PCSampling(interval=...) keeps fewer)")
         errors, self._errors = self._errors, []
         for message in dict.fromkeys(errors):
             print(f"lepton: warning: {message}", file=sys.stderr)
@@ -427,7 +484,7 @@ class PCSamplingBackend(CuptiBackend):
             elif cbid == L.CBID_CONTEXT_DESTROY_STARTING:
                 state = self._contexts.get(ctx)
                 if state is not None:
-                    self._drain(state, stop=True, restart=False)
+                    self._guarded(state, lambda: self._drain(state))
                 self._disable(ctx)
             else:
                 module = c_void_p.from_address(cbdata + layout.ResourceData.resource_descriptor).value
@@ -438,9 +495,7 @@ class PCSamplingBackend(CuptiBackend):
                         self._keep_cubin(ctypes.string_at(pointer, size))
                 state = self._contexts.get(ctx)
                 if state is not None and cbid == L.CBID_MODULE_UNLOAD_STARTING:
-                    # The module's samples must be read before it goes. Never read while sampling
-                    # runs: on CUDA 13 that empties the buffer and leaves the next read empty.
-                    self._drain(state, stop=True, restart=True)
+                    self._guarded(state, lambda: self._drain(state))  # before its functions' names go
         except Exception as e:  # noqa: BLE001  (an exception cannot cross CUPTI's C callback)
             self._errors.append(str(e))
             print(f"lepton: error: {e}", file=sys.stderr)

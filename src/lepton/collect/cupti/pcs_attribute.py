@@ -52,11 +52,13 @@ class SampleAttributor:
         self.period_log2 = period_log2
         self.pending = LineCounts(list(L.PROTON_STALL_METRICS))
         self.attributed = 0
+        self.drained = 0  # every sample added so far
         self._lock = threading.Lock()
 
     def add(self, counts: LineCounts) -> None:
         with self._lock:
             self.pending.add(counts)
+            self.drained += counts.total()
 
     def pending_samples(self) -> int:
         with self._lock:

@@ -42,6 +42,7 @@ ATTR_HARDWARE_BUFFER_SIZE = 4  # size_t at +8
 ATTR_COLLECTION_MODE = 5  # u32 at +8
 ATTR_ENABLE_START_STOP_CONTROL = 6  # u32 at +8
 ATTR_SAMPLING_DATA_BUFFER = 8  # void* at +8
+ATTR_WORKER_THREAD_PERIODIC_SLEEP_SPAN = 9  # u32 at +8: ms between CUPTI's worker threads' passes
 COLLECTION_MODE_CONTINUOUS = 1
 CONFIG_INFO_SIZE = 32  # CUpti_PCSamplingConfigurationInfo: type u32, status u32, union (24 B)
 
@@ -60,6 +61,7 @@ MODULE_CUBIN_SIZE = 8  # CUpti_ModuleResourceData.cubinSize (size_t)
 MODULE_CUBIN = 16  # CUpti_ModuleResourceData.pCubin (const char*)
 
 # -- results (CUptiResult) -------------------------------------------------------------------------
+ERROR_OUT_OF_MEMORY = 8  # from cuptiPCSamplingGetData: the device's sample buffer filled up
 ERROR_NOT_SUPPORTED = 27
 ERROR_INSUFFICIENT_PRIVILEGES = 35
 
