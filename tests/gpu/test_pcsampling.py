@@ -92,14 +92,17 @@ def test_protons_scenario_torch_kernel_in_init_and_triton_lines_in_test(tmp_path
     assert lines and all(name.endswith("@foo") and ":" in name for name in lines)
     assert any("scenario.py:" in name for name in lines)
     assert sum(m["num_samples"] for m in lines.values()) > 0
-    # The hottest instructions, with their text (nvdisasm is on the GPU machines' PATH)
+    # The hottest instructions and foo's code; the viewer disassembles it (nvdisasm is on the GPU
+    # machines' PATH)
     with open(tmp_path / "prof.hatchet") as f:
-        sass = json.load(f)[0]["lepton"]["sass"]
-    rows = sass["foo"]
-    assert rows and all(samples > 0 for _, samples, _ in rows) and any(text for _, _, text in rows)
+        kept = json.load(f)[0]["lepton"]
+    rows = kept["sass"]["foo"]
+    assert rows and all(samples > 0 for _, samples, _ in rows)
+    assert kept["sass_code"]["foo"]["arch"] and kept["sass_code"]["foo"]["zlib_b64"]
     shown = subprocess.run([sys.executable, "-m", "lepton.viewer", "--sass", "^foo$", str(tmp_path / "prof.hatchet")],
                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120, check=False)
     assert shown.returncode == 0 and shown.stdout.startswith("foo  ("), shown.stderr
+    assert "(no text)" not in shown.stdout and "FFMA" in shown.stdout, shown.stdout + shown.stderr
 
 
 def test_a_kernel_from_two_scopes_gets_samples_in_proportion_to_its_launches(tmp_path):

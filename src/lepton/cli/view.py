@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "line the profile records); the note on stderr says which launch")
     parser.add_argument("--sass", metavar="REGEX", default=None,
                         help="instruction samples (mode=pcsampling): the hottest instructions (SASS) of\n"
-                             "each sampled kernel whose name matches REGEX ('.' for all)")
+                             "each sampled kernel whose name matches REGEX ('.' for all); their text\n"
+                             "comes from nvdisasm (CUDA toolkit) on PATH when they are shown")
     parser.add_argument("--lines", type=_count, metavar="N", default=None,
                         help="instruction samples (mode=pcsampling): each sampled kernel's N hottest\n"
                              "source lines with their share, top stall reasons and source text\n"

@@ -1,13 +1,38 @@
 """The hottest instructions (SASS) of sampled kernels, as a `mode="pcsampling"` profile keeps them
-(under ROOT's `lepton` key: `sass`: function -> [[PC offset, samples, instruction], ...]; the text
-is there where `nvdisasm` was on PATH when the profile was written)."""
+(under ROOT's `lepton` key: `sass`: function -> [[PC offset, samples, instruction], ...]). The text
+is disassembled here from the kernel's code, which the profile keeps beside (`nvdisasm.CODE_KEY`);
+profiles written before Lepton kept code carry the text in the rows."""
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 
 from .escape import printable
 from .load import ProfileError, load_document
+from .nvdisasm import CODE_KEY, GET_NVDISASM, disassemble, unpack
+
+
+def with_text(sass: dict[str, list], codes: dict, exe: str | None) -> tuple[dict[str, list], list[str]]:
+    """`sass` with the text of each row that has none, disassembled with `exe` (nvdisasm) from the
+    code `codes` keeps for its kernel, once per kernel; and why some text is missing, each once."""
+    filled, notes = {}, []
+    for function, rows in sass.items():
+        filled[function] = rows
+        if all(text for _, _, text in rows):
+            continue
+        kept = unpack(codes.get(function))
+        if kept is None:
+            notes.append(f"the profile keeps no code for {printable(function)}: its instructions have no text")
+        elif exe is None:
+            notes.append(GET_NVDISASM)
+        else:
+            instructions, why = disassemble(exe, *kept)
+            if why:
+                notes.append(f"nvdisasm could not read the code of {printable(function)}: {printable(why)}")
+            filled[function] = [[offset, samples, text or instructions.get(offset, "")]
+                                for offset, samples, text in rows]
+    return filled, list(dict.fromkeys(notes))
 
 
 def render(sass: dict[str, list], pattern: str | None = None, top: int = 20) -> str:
@@ -20,7 +45,7 @@ def render(sass: dict[str, list], pattern: str | None = None, top: int = 20) -> 
         total = sum(samples for _, samples, _ in rows) or 1
         out.append(f"{printable(function)}  ({total} samples in its {len(rows)} hottest instructions)")
         for offset, samples, text in rows[:top]:
-            out.append(f"  {100 * samples / total:5.1f}%  /*{offset:04x}*/  {printable(text) or '(nvdisasm was not on PATH)'}")
+            out.append(f"  {100 * samples / total:5.1f}%  /*{offset:04x}*/  {printable(text) or '(no text)'}")
         out.append("")
     return "\n".join(out)
 
@@ -31,14 +56,19 @@ def main(path: str, pattern: str | None, top: int) -> int:
     except ProfileError as e:
         print(f"lepton-view: error: {e}", file=sys.stderr)
         return 2
-    sass = (root.get("lepton") or {}).get("sass") if isinstance(root, dict) else None
+    run = (root.get("lepton") or {}) if isinstance(root, dict) else {}
+    sass = run.get("sass")
     if not sass:
         print("lepton-view: this profile keeps no instructions (record it with mode=\"pcsampling\")",
               file=sys.stderr)
         return 1
-    text = render(sass, pattern, top)
-    if not text:
+    shown = {function: rows for function, rows in sass.items() if re.search(pattern or "", function)}
+    if not shown:
         print(f"lepton-view: no sampled kernel matches {pattern!r}", file=sys.stderr)
         return 1
-    sys.stdout.write(text)
+    codes = run.get(CODE_KEY)
+    shown, notes = with_text(shown, codes if isinstance(codes, dict) else {}, shutil.which("nvdisasm"))
+    for note in notes:
+        print(f"lepton-view: {note}", file=sys.stderr)
+    sys.stdout.write(render(shown, None, top))
     return 0

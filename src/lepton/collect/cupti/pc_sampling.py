@@ -34,7 +34,7 @@ import numpy as np
 from ...errors import BackendError, UsageError
 from . import layout
 from . import pcs_layout as L
-from . import sass as sass_text
+from . import sass as sass_extras
 from .backend import CuptiBackend
 from .bindings import Cupti, CuptiError
 from .pcs_attribute import SampleAttributor
@@ -421,16 +421,25 @@ class PCSamplingBackend(CuptiBackend):
             per_pc[offset] = per_pc.get(offset, 0) + count
 
     def profile_extras(self) -> dict:
-        """The hottest instructions of the most sampled kernels (their text where nvdisasm is on
-        PATH), under "sass": function -> [[PC offset, samples, instruction], ...]."""
+        """The hottest instructions of the most sampled kernels, under "sass": function -> [[PC
+        offset, samples, ""], ...], and their code, under "sass_code": function -> {"arch",
+        "zlib_b64"}, which `lepton-view --sass` disassembles. No disassembler runs here."""
+        info = self.device_info(0)  # the arch of device 0: hosts that mix GPU generations are rare
+        arch = info.arch if info is not None else None
         with self._pcs_lock:
             ranked = sorted(self._pc_samples.items(), key=lambda item: -sum(item[1].values()))[:SASS_KERNELS]
-            sass = {}
+            sass, code = {}, {}
             for (crc, function), samples in ranked:
-                cubin = self._cubins.get(crc)
-                instructions = sass_text.disassemble(cubin).get(function, {}) if cubin is not None else {}
-                sass[function] = sass_text.hottest(samples, instructions)
-        return {"sass": sass} if sass else {}
+                if function in sass:
+                    continue  # one name in two cubins (a kernel compiled twice): the hotter one
+                sass[function] = sass_extras.hottest(samples)
+                packed = sass_extras.packed_code(self._cubins.get(crc), function, arch)
+                if packed is not None:
+                    code[function] = packed
+        extras = {"sass": sass} if sass else {}
+        if code:
+            extras["sass_code"] = code
+        return extras
 
     def _report(self) -> None:
         n, self.dropped_samples = self.dropped_samples, 0
