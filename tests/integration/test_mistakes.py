@@ -130,3 +130,18 @@ def test_a_forked_child_drops_the_parents_sessions_quietly(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
     assert set(tree(tmp_path / "p.hatchet")) == {"parent_before", "parent_after"}
+
+
+def test_a_finalize_whose_flush_raises_still_ends_the_session(fake, monkeypatch):
+    """A backend that fails to deliver at finalize (e.g. a buffer it cannot decode) raises there,
+    and the next session starts clean instead of joining the broken one."""
+    proton.start("broken", backend="fake")
+    broken = fake()
+    monkeypatch.setattr(broken, "_do_flush", lambda: (_ for _ in ()).throw(ValueError("cannot decode")))
+    with pytest.raises(ValueError, match="cannot decode"):
+        proton.finalize()
+    assert REGISTRY.sessions == {} and REGISTRY.backends == {} and not broken.started
+    proton.start("next", backend="fake")
+    assert REGISTRY.backends["fake"] is not broken
+    proton.finalize()
+    assert Path("next.hatchet").exists()
