@@ -33,15 +33,18 @@ def triton(monkeypatch, chained_knobs):
     monkeypatch.setattr(InstrumentationBackend, "scratch", lambda self, n: arena.take(n))
     monkeypatch.setattr(InstrumentationHook, "enable_host_buffer", False)
     monkeypatch.setattr(InstrumentationHook, "host_buffer", None)
+    monkeypatch.setattr(InstrumentationHook, "_kernels", {})
     yield chained_knobs
     HookManager.unregister()  # a failed test's hooks, so that the next test starts clean
 
 
 def run(runtime, slots: list[bytes], name="add_kernel", launch_metadata=None, kernel=KERNEL):
     """One launch as Triton 3.6 makes it: the profile allocator, the enter hooks, the kernel
-    (writes `slots`), the exit hooks."""
+    (writes `slots`), the exit hooks. `kernel`: what Triton's load hook gave, once (None: nothing
+    this time, the kernel was loaded before)."""
     hook = InstrumentationHook._active
-    hook.kernels[FUNCTION] = kernel
+    if kernel is not None:
+        hook.kernels[FUNCTION] = kernel
     raw, _ = launch(slots)
     buffer = hook._allocate(len(raw), 128, None)
     metadata = LazyDict({"name": name, "function": FUNCTION, "stream": 0}, launch_metadata)
@@ -107,6 +110,18 @@ def test_an_op_the_launch_hook_left_before_the_instrumentation_session_is_not_us
     run(triton, [slot([TREE_WARP], seg_entries=8)])
     proton.finalize()
     assert list(children(read_tree())) == ["add_kernel"]
+    check_scopes(children(read_tree())["add_kernel"])
+
+
+def test_a_kernel_loaded_in_an_earlier_session_is_recorded_in_a_later_one(triton):
+    """Triton calls the load hook once per compiled kernel: a session started after the kernel was
+    loaded (Proton's test_multi_session restart) still knows its scopes."""
+    proton.start("first", backend="instrumentation")
+    run(triton, [slot([TREE_WARP], seg_entries=8)])
+    proton.finalize()
+    proton.start("t", backend="instrumentation")
+    run(triton, [slot([TREE_WARP], seg_entries=8)], kernel=None)
+    proton.finalize()
     check_scopes(children(read_tree())["add_kernel"])
 
 

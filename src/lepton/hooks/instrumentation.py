@@ -44,10 +44,14 @@ class InstrumentationHook(Hook):
     _active: InstrumentationHook | None = None
     enable_host_buffer: ClassVar[bool] = False  # Proton's: set before start()
     host_buffer: ClassVar[Any] = None  # uint8 tensor on the host: header + the last launch's scratch
+    # CUfunction -> what its launches need, for the process: Triton calls `init_handle` once per
+    # compiled kernel, so a kernel loaded in an earlier session is launched in a later one unseen
+    # (Proton's test_multi_session restarts a session on a kernel compiled in the first).
+    _kernels: ClassVar[dict[int, InstrumentedKernel]] = {}
 
     def __init__(self, mode=None) -> None:
         self.mode = instrumentation_mode(mode)
-        self.kernels: dict[int, InstrumentedKernel] = {}  # CUfunction -> what its launches need
+        self.kernels = InstrumentationHook._kernels
         # .buffer: the calling thread's last scratch buffer; .host: (buffer, kernel) of its launch
         # in progress, for `exit` to copy to `host_buffer`
         self._local = threading.local()
