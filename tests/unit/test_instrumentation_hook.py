@@ -180,3 +180,17 @@ def test_without_enable_host_buffer_no_exit_hook_is_installed_and_nothing_is_kep
 def test_protons_hooks_module_has_the_instrumentation_hook_and_its_switches():
     assert proton.hooks.InstrumentationHook is InstrumentationHook
     assert InstrumentationHook.enable_host_buffer is False and InstrumentationHook.host_buffer is None
+
+
+def test_a_trace_of_two_one_warp_kernels_lists_each_kernels_scopes_outermost_first(triton):
+    """Proton's test_trace: events 0-3 are kernel, load_ops of add_kernel, then of sub_kernel."""
+    proton.start("t", backend="instrumentation", data="trace")
+    warp = [(S, 0, 100), (S, 1, 120), (E, 1, 180), (E, 0, 200)]
+    for name in ("add_kernel", "sub_kernel"):
+        k = InstrumentedKernel(name, 128, 1, {0: "kernel", 1: "load_ops"}, {1: 0})
+        run(triton, [slot([warp], seg_entries=4)], name=name, kernel=k)
+    proton.finalize()
+    with open("t.chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    assert [(e["name"], e["cat"]) for e in events[:4]] == [
+        ("kernel", "add_kernel"), ("load_ops", "add_kernel"), ("kernel", "sub_kernel"), ("load_ops", "sub_kernel")]
