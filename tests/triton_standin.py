@@ -82,3 +82,34 @@ def knobs_for_the_hook(monkeypatch, chain: bool = False):
     LaunchHook().configure()
     yield runtime
     LaunchHook().configure()
+
+
+def install_instrumentation(monkeypatch, runtime) -> types.SimpleNamespace:
+    """Adds to `install_knobs(monkeypatch, chain=True)`'s stand-in what `InstrumentationHook`'s
+    activate and deactivate touch (the NVIDIA compiler's `instrumentation` slot, the compile knob,
+    Proton's flag, the profile allocator, the device's shared memory); returns them."""
+    triton = sys.modules["triton"]
+    runtime.add_stages_inspection_hook = None
+    runtime.kernel_load_end_hook = HookChain()
+    triton.knobs.compilation = types.SimpleNamespace(instrumentation_mode="")
+    compiler = types.SimpleNamespace(instrumentation=None)
+    allocator = types.SimpleNamespace(current=None)
+    allocation = types.ModuleType("triton.runtime._allocation")
+    allocation._profile_allocator = types.SimpleNamespace(get=lambda: allocator.current)
+    allocation.set_profile_allocator = lambda fn: setattr(allocator, "current", fn)
+    driver = types.SimpleNamespace(get_current_device=lambda: 0, utils=types.SimpleNamespace(
+        get_device_properties=lambda device: {"max_shared_mem": 232448}))
+    modules = {
+        "triton.backends": {"backends": {"nvidia": types.SimpleNamespace(compiler=compiler)}},
+        "triton.runtime": {"driver": types.SimpleNamespace(active=driver), "_allocation": allocation},
+        "triton.profiler": {},
+        "triton.profiler.flags": {"flags": types.SimpleNamespace(instrumentation_on=False)},
+    }
+    for name, attributes in modules.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        monkeypatch.setitem(sys.modules, name, module)
+        setattr(sys.modules[name.rsplit(".", 1)[0]], name.rsplit(".", 1)[1], module)
+    monkeypatch.setitem(sys.modules, "triton.runtime._allocation", allocation)
+    return types.SimpleNamespace(compiler=compiler, allocator=allocator,
+                                 flags=sys.modules["triton.profiler.flags"].flags)

@@ -55,7 +55,7 @@ class ThreadState:
     hot paths touch several of its fields, and a field of a `threading.local` costs a per-thread
     dict lookup each time."""
 
-    __slots__ = ("in_metadata", "lane", "marks", "stack", "state")
+    __slots__ = ("in_metadata", "lane", "launch_op", "marks", "stack", "state")
 
     def __init__(self, stack: list[int], marks: list[int], lane: int) -> None:
         self.stack = stack
@@ -63,6 +63,9 @@ class ThreadState:
         self.state: tuple[str, ...] | None = None
         self.lane = lane
         self.in_metadata = False  # evaluating a launch's metadata (a launch inside it is not hooked)
+        # The op the launch hook made for the launch in progress, for the instrumentation hook,
+        # which runs after it on the same launch (`HotPath.take_launch_op`); -1: none.
+        self.launch_op = -1
 
 
 _ENDED_KEPT = 8  # resets whose open scopes may still exit (`ThreadStates.close_ended`)
@@ -352,6 +355,7 @@ class HotPath:
         """The hook's fast path: leaves the metadata state (`previous` is None there) and marks
         that the next launch is in `op`, the ones after it in `top`, the scope the thread is in."""
         t.state = previous
+        t.launch_op = op
         clock = self.mark_clock
         if clock is not None:
             now = clock()
@@ -392,7 +396,20 @@ class HotPath:
                 s.set_properties_once(op, properties)
             done.add(op)
         self.mark_next_launch(t, op)
+        t.launch_op = op
         return op, counters
+
+    def take_launch_op(self) -> int:
+        """The op node the launch hook made for the calling thread's launch in progress, or -1,
+        and forgets it. The instrumentation hook puts the launch's kernel there (as Proton, whose
+        launch-metadata op is the instrumented kernel's node); its profile allocator, which Triton
+        calls before the enter hooks of every instrumented launch, takes it first to drop an op
+        left by an earlier launch."""
+        t = getattr(self.threads.local, "thread", None)
+        if t is None:
+            return -1
+        op, t.launch_op = t.launch_op, -1
+        return op
 
 
 HOT_PATH = HotPath()

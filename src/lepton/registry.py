@@ -210,16 +210,18 @@ class SessionRegistry:
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the
-        files written."""
+        files written. A flush or write that raises still removes them: a session left behind
+        would keep its backend and hook for the next `start` (a backend whose decoding failed
+        then failed every later session of it too)."""
         with self._lock:
             sessions = self.sessions_for(sid)
             if sid is None:
                 sessions = [s for s in sessions if s.id != self.pinned_session()]
             for s in sessions:
                 s.check_format(fmt)
-            self._flush(sessions)
             written = []
             try:
+                self._flush(sessions)
                 for s in sessions:
                     written += self.write(s, fmt)
             finally:

@@ -185,3 +185,100 @@ def test_a_mode_the_passes_refuse_is_one_line_at_the_launch(tmp_path):
     """)
     message = out["message"]
     assert message and "\n" not in message and "ikernel" in message and "buffer_size=96" in message
+
+
+ONE_WARP = """
+import triton.profiler.language as pl
+pl.enable_semantic("triton")
+
+def metadata_fn(grid, metadata, args):
+    return {"name": f"add_{args['BLOCK']}"}
+
+@triton.jit(launch_metadata=metadata_fn)
+def tkernel(x, y, z, n, BLOCK: tl.constexpr):
+    with pl.scope("kernel"):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        with pl.scope("load_ops"):
+            with pl.scope("load_x"):
+                a = tl.load(x + offs, mask=m)
+            with pl.scope("load_y"):
+                b = tl.load(y + offs, mask=m)
+        tl.store(z + offs, a + b, mask=m)
+
+x, y, z = tensors()
+"""
+
+
+def test_a_one_warp_kernels_trace_then_a_tree_session_of_the_same_backend(tmp_path):
+    """Proton's test_trace then test_multi_session: one warp makes the host copy's slot 76 bytes
+    (not a multiple of 8), which the decoder refused; the failed trace session then stayed and
+    took the next instrumentation session with it."""
+    out = run(tmp_path, ONE_WARP, """
+        proton.start("trace", backend="instrumentation", data="trace")
+        tkernel[(2,)](x, y, z, x.numel(), BLOCK=1024, num_warps=1)
+        proton.finalize()
+        proton.start("prof", backend="instrumentation")
+        tkernel[(2,)](x, y, z, x.numel(), BLOCK=1024, num_warps=1)
+        proton.finalize()
+        result(sessions=len(REGISTRY.sessions))
+    """)
+    assert out["sessions"] == 0 and "lepton: warning" not in out["stderr"], out["stderr"]
+    events = [e for e in json.loads((tmp_path / "trace.chrome_trace").read_text())["traceEvents"]
+              if e.get("ph") == "X"]
+    assert len(events) == 2 * 1 * 4 and {e["cat"] for e in events} == {"tkernel"}
+    flat, _ = tree(tmp_path / "prof.hatchet")
+    assert flat[("tkernel", "kernel", "load_ops", "load_x")]["cycles"] > 0
+
+
+def test_under_hook_triton_the_launch_metadata_name_is_the_kernel_node(tmp_path):
+    """Proton's test_tree[triton] and test_autotune: ROOT -> add_1024 -> kernel -> load_ops."""
+    run(tmp_path, ONE_WARP, """
+        proton.start("prof", backend="instrumentation", hook="triton")
+        tkernel[(1,)](x, y, z, x.numel(), BLOCK=1024, num_warps=1)
+        tkernel[(4,)](x, y, z, x.numel(), BLOCK=256, num_warps=1)
+        proton.finalize()
+        result()
+    """)
+    with open(tmp_path / "prof.hatchet") as f:
+        root = json.load(f)[0]
+    assert sorted(c["frame"]["name"] for c in root["children"]) == ["add_1024", "add_256"]
+    flat, _ = tree(tmp_path / "prof.hatchet")
+    for name in ("add_1024", "add_256"):
+        for leaf in ("load_x", "load_y"):
+            m = flat[(name, "kernel", "load_ops", leaf)]
+            assert m["cycles"] > 0 and m["normalized_cycles"] > 0
+
+
+def test_the_host_buffer_reads_as_protons_test_record_and_test_select_ids_read_it(tmp_path):
+    out = run(tmp_path, KERNEL, """
+        def u32(t, at):
+            return int.from_bytes(t[at:at + 4].numpy().tobytes(), "little")
+
+        proton.hooks.InstrumentationHook.enable_host_buffer = True
+        proton.start("prof", backend="instrumentation")
+        k = ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+        host = proton.hooks.InstrumentationHook.host_buffer
+        payload = host[u32(host, 12):]
+        at = 40 + 4 * k.metadata.num_warps
+        record = dict(kind=str(host.dtype), device=str(host.device), header=[u32(host, 4 * i) for i in range(10)],
+                      preamble=u32(payload, 0), start=u32(payload, at), end=u32(payload, at + 8),
+                      scratch=k.metadata.profile_scratch_size)
+        proton.finalize()
+        mode = proton.mode.Default(sampling_strategy="selective", sampling_options="0,2", granularity="warp")
+        proton.start("select", backend="instrumentation", mode=mode)
+        ikernel[(1,)](x, y, z, x.numel(), BLOCK=1024, num_warps=4)
+        host = proton.hooks.InstrumentationHook.host_buffer
+        select = [u32(host, 36 + 4 * i) for i in range(3)]
+        proton.hooks.InstrumentationHook.enable_host_buffer = False
+        proton.finalize()
+        result(record=record, select=select)
+    """)
+    record = out["record"]
+    assert record["kind"] == "torch.uint8" and record["device"] == "cpu"
+    version, _, header_size, payload_offset, payload_size, device_type, blocks, warps, scratch, uids = record["header"]
+    assert (version, header_size, payload_offset, device_type, blocks, warps, uids) == (1, 56, 56, 1, 4, 4, 4)
+    assert scratch == record["scratch"] and payload_size == 4 * scratch
+    assert record["preamble"] == 0xDEADBEEF
+    assert record["start"] & 0xFFFFF800 == 0 and record["end"] & 0xFFFFF800 == 0x80000000
+    assert out["select"][0] == 2 and sorted(out["select"][1:]) == [0, 2]

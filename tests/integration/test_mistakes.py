@@ -145,3 +145,18 @@ def test_instruction_sampling_without_a_gpu_says_a_gpu_is_needed_and_starts_noth
     proton.start("p")  # without the mode: CPU scopes, as before
     proton.finalize()
     assert os.path.exists("p.hatchet")
+
+
+def test_a_finalize_whose_flush_raises_still_ends_the_session(fake, monkeypatch):
+    """A backend that fails to deliver at finalize (e.g. a buffer it cannot decode) raises there,
+    and the next session starts clean instead of joining the broken one."""
+    proton.start("broken", backend="fake")
+    broken = fake()
+    monkeypatch.setattr(broken, "_do_flush", lambda: (_ for _ in ()).throw(ValueError("cannot decode")))
+    with pytest.raises(ValueError, match="cannot decode"):
+        proton.finalize()
+    assert REGISTRY.sessions == {} and REGISTRY.backends == {} and not broken.started
+    proton.start("next", backend="fake")
+    assert REGISTRY.backends["fake"] is not broken
+    proton.finalize()
+    assert Path("next.hatchet").exists()

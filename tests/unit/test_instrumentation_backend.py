@@ -109,3 +109,20 @@ def _chains(root):
         for child in node.children.values():
             stack.append((child, (*chain, child)))
             yield (*chain, child)
+
+
+def test_a_trace_session_gets_every_interval_of_a_one_warp_kernel():
+    """Proton's test_trace: num_warps=1 and two nested scopes; the host copy's slots are 76 bytes."""
+    from instrumentation_buffers import E, S, launch, slot
+
+    warp = [(S, 0, 100), (S, 1, 120), (E, 1, 180), (E, 0, 200)]
+    raw, size = launch([slot([warp], program_id=p, seg_entries=4) for p in range(2)])
+    k = InstrumentedKernel("add_kernel", size, 1, {0: "kernel", 1: "load_ops"}, {1: 0})
+    backend, sink = InstrumentationBackend(), Sink(trace=True)
+    backend.sink = sink
+    backend._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT", "add_kernel"), 100)])
+    (cycles, _), = sink.got
+    events = cycles.events
+    assert sorted(zip(events.cta.tolist(), events.scope.tolist(), (events.end_cycle - events.start_cycle).tolist())) \
+        == [(0, 0, 100), (0, 1, 60), (1, 0, 100), (1, 1, 60)]
+    assert backend.warnings == []

@@ -196,3 +196,28 @@ def test_launches_copied_and_decoded_as_one_batch_split_back_as_each_alone():
                       "init_ns", "pre_final_ns", "post_final_ns"):
             assert np.array_equal(getattr(piece, field), getattr(alone, field)), field
     assert pieces[1].num_ctas == 3 and any("preamble" in w for w in pieces[0].warnings)
+
+
+# One warp, two nested scopes (test_instrumentation.py's test_trace kernel, num_warps=1): four
+# entries in a 32-byte segment, so the host copy's slot is 40 + 4 + 32 = 76 bytes, not 8-aligned.
+ONE_WARP = [[(S, 0, 100), (S, 1, 120), (E, 1, 180), (E, 0, 200)]]
+
+
+@pytest.mark.parametrize("warps", [1, 3])
+def test_an_odd_warp_count_cut_to_its_written_words_decodes_as_the_whole_slot(warps):
+    from lepton.collect.instrumentation.backend import host_copy
+    from lepton.collect.instrumentation.sums import ArrayOps
+
+    raw, size = launch([slot(ONE_WARP * warps, program_id=p, seg_entries=4) for p in range(2)])
+    assert size % 128 == 0  # Triton pads a slot to the scratch alignment
+    compact, cut, _ = host_copy(ArrayOps, [raw], size, warps)
+    assert cut == 40 + 4 * warps + 32 * warps and cut % 8 == 4
+    full, ev = decode_launch(raw, size, warps), decode_launch(compact, cut, warps)
+    assert intervals(ev) == intervals(full) and len(intervals(ev)) == 2 * 2 * warps
+    assert ev.warnings == []
+
+
+def test_a_slot_size_that_is_not_whole_words_is_refused():
+    raw, _ = launch([slot(ONE_WARP, seg_entries=4)])
+    with pytest.raises(ValueError, match="not a positive multiple of 4 bytes"):
+        decode_launch(raw, 78, 1)

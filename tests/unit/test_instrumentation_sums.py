@@ -79,3 +79,17 @@ def test_a_batch_with_anything_to_report_goes_to_the_host_decoder(warp, why):
 def test_a_bad_preamble_goes_to_the_host_decoder():
     raw, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)]], preamble=0x12345678)])
     assert batch_sums(ArrayOps, [raw], [1], scratch, 1, [0]) is None
+
+
+def test_slots_of_an_odd_warp_count_that_are_not_8_aligned_sum_as_the_host_decoder_does():
+    warp = [(S, 0, 100), (S, 1, 120), (E, 1, 180), (E, 0, 200)]
+    slots = [slot([warp], program_id=p, seg_entries=4, init_ns=1_000 * p) for p in range(3)]
+    assert {len(s) for s in slots} == {76}
+    raw = np.frombuffer(b"".join(slots), np.uint8).copy()
+    got = check_against_reference([raw], 76, 1, [0, 1])
+    assert got.launch(0).cycles == [3 * 100, 3 * 60]
+
+
+def test_a_slot_size_that_is_not_whole_words_goes_to_the_host_decoder():
+    raw, _ = launch([slot([[(S, 0, 1), (E, 0, 5)]])])
+    assert batch_sums(ArrayOps, [raw], [1], 78, 1, [0]) is None

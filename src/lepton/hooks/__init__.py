@@ -1,8 +1,11 @@
 """Hooks into other libraries, as `triton.profiler.hooks`: the `Hook` base and `HookManager`
-(`hook`), Triton's launch hook (`launch`), the properties of compiled Triton kernels
-(`kernel_props`) and NVTX ranges as scopes (`nvtx`). They sit above the session registry and the
-hot path: they turn other libraries' events into scopes and ops."""
+(`hook`), Triton's launch hook (`launch`), the instrumentation backend's compiler and launch hook
+(`instrumentation`, whose `InstrumentationHook.enable_host_buffer` Proton's tests set as
+`proton.hooks.InstrumentationHook`), the properties of compiled Triton kernels (`kernel_props`) and
+NVTX ranges as scopes (`nvtx`). They sit above the session registry and the hot path: they turn
+other libraries' events into scopes and ops. Importing them imports neither Triton nor torch."""
 from .hook import Hook, HookManager
+from .instrumentation import InstrumentationHook
 from .launch import LaunchHook
 
-__all__ = ["Hook", "HookManager", "LaunchHook"]
+__all__ = ["Hook", "HookManager", "InstrumentationHook", "LaunchHook"]

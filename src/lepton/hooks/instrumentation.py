@@ -9,19 +9,29 @@ While active (`HookManager`), it
 - sets Triton's compile knob `instrumentation_mode`, so instrumented kernels are cached apart from
   plain ones, and a profile allocator that gives every launch a scratch buffer of its own;
 - reads each instrumented kernel's scopes when Triton loads it (`kernel_load_end_hook`) and queues
-  each launch, with its buffer and call path, on the backend (`collect.instrumentation`).
+  each launch, with its buffer and call path, on the backend (`collect.instrumentation`). Under
+  `hook="triton"` the launch's kernel node is the op the launch hook made for it, named by the
+  kernel's `launch_metadata` (Proton: `ROOT -> add_1024 -> <scopes>`); the launch hook runs first
+  (`triton_knobs.add_by_priority`).
 `deactivate` puts every one of those back as it was, so later kernels compile and run as before.
+
+`enable_host_buffer` (Proton's debug switch, read by Proton's tests) makes every launch wait for
+its kernel and leaves its scratch buffer on the host in `host_buffer`, behind Proton's header
+(`collect.instrumentation.host_buffer`). Set it before `start()`: the exit hook that fills it is
+installed only then, so that launches pay nothing for it otherwise.
 """
 from __future__ import annotations
 
 import json
 import threading
+from typing import Any, ClassVar
 
 from ..collect.instrumentation.arena import ALIGNMENT
 from ..collect.instrumentation.backend import InstrumentedKernel
+from ..collect.instrumentation.host_buffer import host_buffer, recorded_units
 from ..errors import UsageError
 from ..hot_path import HOT_PATH
-from ..mode import instrumentation_mode
+from ..mode import SamplingStrategy, instrumentation_mode
 from ..registry import REGISTRY
 from .hook import Hook
 from .proton_passes import ProtonPasses
@@ -32,12 +42,21 @@ class InstrumentationHook(Hook):
 
     priority = 0
     _active: InstrumentationHook | None = None
+    enable_host_buffer: ClassVar[bool] = False  # Proton's: set before start()
+    host_buffer: ClassVar[Any] = None  # uint8 tensor on the host: header + the last launch's scratch
+    # CUfunction -> what its launches need, for the process: Triton calls `init_handle` once per
+    # compiled kernel, so a kernel loaded in an earlier session is launched in a later one unseen
+    # (Proton's test_multi_session restarts a session on a kernel compiled in the first).
+    _kernels: ClassVar[dict[int, InstrumentedKernel]] = {}
 
     def __init__(self, mode=None) -> None:
         self.mode = instrumentation_mode(mode)
-        self.kernels: dict[int, InstrumentedKernel] = {}  # CUfunction -> what its launches need
-        self._local = threading.local()  # .buffer: the calling thread's last scratch buffer
+        self.kernels = InstrumentationHook._kernels
+        # .buffer: the calling thread's last scratch buffer; .host: (buffer, kernel) of its launch
+        # in progress, for `exit` to copy to `host_buffer`
+        self._local = threading.local()
         self._saved: dict[str, object] = {}
+        self._exit_installed = False
 
     # -- activate / deactivate ------------------------------------------------------------------------
     def activate(self) -> None:
@@ -69,7 +88,10 @@ class InstrumentationHook(Hook):
         runtime.add_stages_inspection_hook = self._passes.stages_hook(self._saved["stages"])
         _allocation.set_profile_allocator(self._allocate)
         runtime.kernel_load_end_hook.add(self.init_handle)
-        runtime.launch_enter_hook.add(self.enter)
+        runtime.launch_enter_hook.add(self.enter)  # after the launch hook's (lower priority)
+        self._exit_installed = InstrumentationHook.enable_host_buffer and hasattr(runtime.launch_exit_hook, "add")
+        if self._exit_installed:
+            runtime.launch_exit_hook.add(self.exit)
         InstrumentationHook._active = self
 
     def deactivate(self) -> None:
@@ -86,11 +108,17 @@ class InstrumentationHook(Hook):
         _allocation.set_profile_allocator(self._saved["allocator"])
         runtime = triton.knobs.runtime
         runtime.add_stages_inspection_hook = self._saved["stages"]
-        for chain, fn in ((runtime.kernel_load_end_hook, self.init_handle), (runtime.launch_enter_hook, self.enter)):
+        chains = [(runtime.kernel_load_end_hook, self.init_handle), (runtime.launch_enter_hook, self.enter)]
+        if self._exit_installed:
+            chains.append((runtime.launch_exit_hook, self.exit))
+        for chain, fn in chains:
             try:
                 chain.remove(fn)
-            except ValueError:
+            except (ValueError, AttributeError):
                 pass
+        self._exit_installed = False
+        if InstrumentationHook.enable_host_buffer:  # as Proton: the last launch's copy goes too
+            InstrumentationHook.host_buffer = None
         InstrumentationHook._active = None
 
     # -- Triton's callbacks ----------------------------------------------------------------------------
@@ -100,6 +128,7 @@ class InstrumentationHook(Hook):
         on its thread."""
         if alignment > ALIGNMENT or ALIGNMENT % alignment:
             raise RuntimeError(f"lepton: Triton asked for a profile buffer aligned to {alignment}, not {ALIGNMENT}")
+        HOT_PATH.take_launch_op()  # an op an earlier launch's hook left is not this launch's
         backend = REGISTRY.backends.get("instrumentation")
         if backend is None:  # no session to decode it: a buffer that is simply freed
             import torch
@@ -125,23 +154,60 @@ class InstrumentationHook(Hook):
             return  # compiled without instrumentation
         names, parents = _scopes(ttgir_path)
         units = int(meta["num_warps"])  # one recording unit per warp at the default granularity
-        self.kernels[function] = InstrumentedKernel(name, scratch, units, names, parents)
+        target = str((meta.get("target") or {}).get("backend", "cuda"))
+        self.kernels[function] = InstrumentedKernel(name, scratch, units, names, parents, target)
 
     def enter(self, metadata) -> None:
-        """Before a launch: queues it with its buffer and the call path it is launched in."""
+        """Before a launch: queues it with its buffer and the call path it is launched in; its
+        kernel node is the launch hook's op for it, if that hook made one (it runs first)."""
         buffer = getattr(self._local, "buffer", None)
         self._local.buffer = None
         kernel = self.kernels.get(metadata.data.get("function"))
-        backend = REGISTRY.backends.get("instrumentation")
-        if buffer is None or kernel is None or backend is None or not HOT_PATH.active:
-            return
         hp = HOT_PATH
-        parent = hp.current()
-        kernel_pid = hp.paths.op(parent, kernel.name)
+        op = hp.take_launch_op()
+        if InstrumentationHook.enable_host_buffer:
+            InstrumentationHook.host_buffer = None
+            self._local.host = None if buffer is None or kernel is None else (buffer, kernel)
+        backend = REGISTRY.backends.get("instrumentation")
+        if buffer is None or kernel is None or backend is None or not hp.active:
+            return
+        kernel_pid = op if op >= 0 else hp.paths.op(hp.current(), kernel.name)
         backend.queue(buffer, kernel, kernel_pid, ("ROOT", *hp.paths.names_of(kernel_pid)))
 
     def exit(self, metadata) -> None:
-        pass
+        """After a launch, installed only with `enable_host_buffer`: waits for the kernel and puts
+        its scratch buffer, behind Proton's header, in `host_buffer`."""
+        pending = getattr(self._local, "host", None)
+        self._local.host = None
+        if pending is None or not InstrumentationHook.enable_host_buffer:
+            return
+        buffer, kernel = pending
+        mode = self.mode
+        units = recorded_units(kernel.num_units, mode.sampling_strategy is SamplingStrategy.SELECTIVE,
+                               mode.sampling_options)
+        InstrumentationHook.host_buffer = _as_tensor(host_buffer(
+            _on_host(buffer), scratch_size=kernel.scratch_size, num_warps=kernel.num_units,
+            target_backend=kernel.target_backend, units=units))
+
+
+def _on_host(buffer):
+    """A launch's scratch buffer as a numpy array, once its kernel has run (a torch CUDA tensor:
+    the device is synchronised; a numpy array, the tests' buffers: as it is)."""
+    if not hasattr(buffer, "cpu"):
+        return buffer
+    import torch
+
+    torch.cuda.synchronize(buffer.device)
+    return buffer.cpu().numpy()
+
+
+def _as_tensor(array):
+    """`array` as a torch tensor (Proton's `host_buffer` is one), where torch is installed."""
+    try:
+        import torch
+    except ImportError:
+        return array
+    return torch.from_numpy(array)
 
 
 def _scopes(ttgir_path: str) -> tuple[dict[int, str], dict[int, int]]:

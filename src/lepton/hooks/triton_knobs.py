@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from ..collect.timeline import ThreadTimelines
 from ..hot_path import HOT_PATH
+from .hook import Hook
 
 
 class TritonStackHook:
@@ -79,7 +80,7 @@ def install(hook) -> None:
     if getattr(current, "calls", None) == [] and hasattr(current, "add"):
         runtime.launch_enter_hook = _sole_hook(runtime, current, fn, getattr(hook, "enter_as", None))
     elif hasattr(current, "add"):  # a HookChain (newer Triton): other hooks keep running
-        current.add(fn)
+        add_by_priority(current, fn)
     elif current is None:
         runtime.launch_enter_hook = fn
     elif current is not fn:
@@ -120,8 +121,8 @@ def _sole_hook(runtime, chain, fn, enter_as=None):
             runtime.launch_exit_hook = sole.lepton_exit_chain
 
     def add(func):
-        chain.add(fn)
-        chain.add(func)
+        add_by_priority(chain, fn)
+        add_by_priority(chain, func)
         put_back()
 
     def remove(func):
@@ -130,6 +131,22 @@ def _sole_hook(runtime, chain, fn, enter_as=None):
 
     sole.add, sole.remove = add, remove
     return sole
+
+
+def add_by_priority(chain, fn) -> None:
+    """Adds `fn` to Triton's chain of enter hooks (`HookChain`) before the first Lepton hook of
+    lower priority (`Hook.priority`, of the hook `fn` is a method of), so that Lepton's hooks run
+    highest priority first whichever was installed first: the launch hook (100) names the op that
+    the instrumentation hook (0) puts the launch's kernel on. Anything else is appended."""
+    calls = getattr(chain, "calls", None)
+    hook = getattr(fn, "__self__", None)
+    if isinstance(hook, Hook) and isinstance(calls, list) and fn not in calls:
+        for i, call in enumerate(calls):
+            other = getattr(call, "__self__", None)
+            if isinstance(other, Hook) and other.priority < hook.priority:
+                calls.insert(i, fn)
+                return
+    chain.add(fn)
 
 
 def _lazy_dict_known() -> bool:

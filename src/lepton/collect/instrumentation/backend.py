@@ -74,6 +74,7 @@ class InstrumentedKernel:  # hashed by identity: the backend batches launches by
     num_units: int  # recording units per CTA (warps, at the default granularity)
     scope_names: dict[int, str]
     scope_parents: dict[int, int]  # child scope id -> parent scope id
+    target_backend: str = "cuda"  # Triton's target backend (the host buffer's device_type)
 
 
 @dataclass
@@ -148,10 +149,12 @@ class InstrumentationBackend(Backend):
         with self._queue_lock:
             launches, self._queue = self._queue, []
         if launches:
-            import torch
+            devices = {launch.device for launch in launches if hasattr(launch.buffer, "cpu")}  # torch's
+            if devices:  # (numpy buffers: the tests', written already)
+                import torch
 
-            for device in {launch.device for launch in launches}:
-                torch.cuda.synchronize(device)
+                for device in devices:
+                    torch.cuda.synchronize(device)
             by_kernel: dict[InstrumentedKernel, list[_Launch]] = {}
             for launch in launches:
                 by_kernel.setdefault(launch.kernel, []).append(launch)

@@ -8,6 +8,12 @@ The layout (Triton's proton passes, circular buffer, cycle metric; all little-en
     u32 count[num_units]                                          (words written per warp)
     buf_size bytes of data: one segment of buf_size / num_units bytes per warp
 
+A slot is read as 32-bit words, never as 8-byte entries in place: the data starts at word
+10 + num_units, which is 8-byte aligned only for an even warp count (the kernel copies it out
+with 32-bit stores). Triton pads each slot to the profile scratch alignment (128 bytes), but the
+host copy cuts slots to `40 + 4 * num_units + num_units * written` bytes (`backend.host_copy`):
+76 for one warp that wrote four entries. So a slot size need only be a whole number of words.
+
 An entry is 8 bytes, w0 and w1: START when bit 31 of w0 is clear, scope id = bits 23..30 of w0,
 cycle = (w0 & 0x7FF) << 32 | w1 (a 43-bit clock). A warp that wrote `count // 2` entries into a
 segment that holds `seg // 8` wrapped around: its first entries were overwritten, and the oldest
@@ -35,8 +41,9 @@ def decode_launch(raw: np.ndarray, scratch_size: int, num_units: int) -> LaunchE
     """The intervals of one launch. `raw`: the launch's whole buffer (uint8, one slot of
     `scratch_size` bytes per CTA); `num_units`: warps per CTA. A CTA whose slot is malformed (bad
     preamble, impossible buf_size) is skipped with a warning; it never fails the launch."""
-    if scratch_size <= 0 or scratch_size % 8:
-        raise ValueError(f"profile scratch size {scratch_size} is not a positive multiple of 8 bytes")
+    if not is_slot_size(scratch_size):
+        raise ValueError(f"profile scratch size {scratch_size} is not a positive multiple of 4 bytes "
+                         "(a CTA slot is a whole number of 32-bit words)")
     raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1)
     n_slots = raw.size // scratch_size
     warnings: list[str] = []
@@ -54,6 +61,12 @@ def decode_launch(raw: np.ndarray, scratch_size: int, num_units: int) -> LaunchE
               for buf, good_rows in _by_buf_size(decoded)]
     _set_intervals(out, pieces)
     return out
+
+
+def is_slot_size(scratch_size: int) -> bool:
+    """Whether a CTA slot of `scratch_size` bytes can be read: a positive number of 32-bit words
+    (the device sums check it too, and leave a bad size to this decoder to report)."""
+    return scratch_size > 0 and scratch_size % 4 == 0
 
 
 def split_launches(events: LaunchEvents, ctas: list[int]) -> list[LaunchEvents]:

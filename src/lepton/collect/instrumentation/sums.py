@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...model.cycles import ScopeSums
-from .decode import CLOCK_BITS, HEADER_WORDS, PREAMBLE
+from .decode import CLOCK_BITS, HEADER_WORDS, PREAMBLE, is_slot_size
 
 
 class ArrayOps:
@@ -231,6 +231,8 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
                scope_ids: list[int]) -> BatchSums | None:
     """The sums of one kernel's launches, or None where a buffer is not well formed (the caller
     then decodes it on the host, which reports what was wrong)."""
+    if not is_slot_size(scratch_size):
+        return None
     w = ops.words(buffers, scratch_size)
     rows = w.shape[0]
     if rows == 0 or not scope_ids:

@@ -1,0 +1,45 @@
+"""`InstrumentationHook.host_buffer`: the last launch's profile scratch on the host, behind the
+header Proton 3.6 puts before it (`triton/profiler/hooks/instrumentation.py`,
+`_populate_host_buffer`). A debug path (`enable_host_buffer`) that Proton's own tests read; all
+u32, little-endian:
+
+    version (1) | header_offset (4) | header_size | payload_offset (= header_size)
+    payload_size | device_type (1 cuda, 2 hip, 0 other) | block_num | total_unit (num_warps)
+    scratch_mem_size (profile_scratch_size) | uid_num | uid_vec[uid_num]       header_size bytes
+    payload: the launch's scratch buffer as the kernel left it (block_num CTA slots, padding)
+
+header_size = 40 + 4 * uid_num. The payload's slots are in the layout `decode` reads.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+VERSION = 1
+HEADER_OFFSET = 4  # where the header's fields after `version` start
+FIXED_HEADER_BYTES = 40  # the ten u32 fields before uid_vec
+DEVICE_TYPES = {"cuda": 1, "hip": 2}
+
+
+def recorded_units(num_warps: int, selective: bool, sampling_options: str) -> list[int]:
+    """The warps that have a segment in each slot: those the selective sampling names, in the
+    mode's order (as Proton's header lists them), else every warp."""
+    if selective:
+        named = [int(part) for part in sampling_options.split(",") if part.strip()]
+        if named:
+            return named
+    return list(range(num_warps))
+
+
+def host_buffer(payload: np.ndarray, *, scratch_size: int, num_warps: int, target_backend: str,
+                units: list[int]) -> np.ndarray:
+    """The header above followed by `payload` (the launch's whole scratch buffer, uint8), as one
+    uint8 array."""
+    payload = np.ascontiguousarray(payload, dtype=np.uint8).reshape(-1)
+    header_size = FIXED_HEADER_BYTES + 4 * len(units)
+    fields = [VERSION, HEADER_OFFSET, header_size, header_size, payload.size,
+              DEVICE_TYPES.get(target_backend, 0), payload.size // scratch_size, num_warps, scratch_size,
+              len(units), *units]
+    out = np.empty(header_size + payload.size, np.uint8)
+    out[:header_size] = np.asarray(fields, "<u4").view(np.uint8)
+    out[header_size:] = payload
+    return out
