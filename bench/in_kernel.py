@@ -59,14 +59,27 @@ def profiler(tool: str):
     return prof, mode
 
 
+def _memory() -> tuple[float, float]:
+    """(peak host RSS, device memory in use on the GPU by anyone) in MiB. Device memory is read from
+    the driver (`cudaMemGetInfo`), so CUPTI's own buffers count, not only torch's."""
+    import resource
+
+    import torch
+
+    free, total = torch.cuda.mem_get_info()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, (total - free) / 2**20
+
+
 def time_steps(step: Callable[[], object], steps: int, prof=None) -> None:
     """Warms up, times `steps` steps (each in a scope when `prof` profiles), finalizes, and prints
-    the `RESULT` line `run_child` reads."""
+    the `RESULT` line `run_child` reads: the loop's ms per step, finalize's seconds, and memory (peak
+    host RSS and device memory in use) after the warm-up and at the end of the loop."""
     import torch
 
     for _ in range(5):
         step()
     torch.cuda.synchronize()
+    rss0, dev0 = _memory()
     t0 = time.perf_counter()
     for _ in range(steps):
         if prof is not None:
@@ -76,24 +89,38 @@ def time_steps(step: Callable[[], object], steps: int, prof=None) -> None:
             step()
     torch.cuda.synchronize()
     t1 = time.perf_counter()
+    rss1, dev1 = _memory()
     if prof is not None:
         prof.finalize()
     t2 = time.perf_counter()
-    print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f}", flush=True)
+    print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f} rss_start_mib={rss0:.0f} "
+          f"rss_mib={rss1:.0f} dev_start_mib={dev0:.0f} dev_mib={dev1:.0f}", flush=True)
 
 
-def run_child(script: str, *args: str, label: str, options: tuple[str, ...] = ()) -> tuple[float, float] | None:
+def run_child(script: str, *args: str, label: str, options: tuple[str, ...] = (),
+              timeout: float = 600) -> dict[str, float] | None:
     """Runs `script OPTIONS --child ARGS... OUTDIR` with Lepton's sources on the path; returns its
-    `(ms per step, finalize seconds)`, or None (saying why on stderr) if it failed."""
+    `RESULT` fields (`ms_per_step`, `finalize_s`, memory), or None (saying why on stderr) if it
+    failed or ran past `timeout` seconds."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory() as out:
-        p = subprocess.run([sys.executable, script, *options, "--child", *args, out], capture_output=True, text=True,
-                           env=env, timeout=600)
+        try:
+            p = subprocess.run([sys.executable, script, *options, "--child", *args, out], capture_output=True,
+                               text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"  {label}: skipped: ran past {timeout:.0f} s", file=sys.stderr)
+            return None
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
+    for warning in (ln for ln in p.stderr.splitlines() if ln.startswith("lepton:")):
+        print(f"  {label}: {warning}", file=sys.stderr)
     if p.returncode != 0 or line is None:
         tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
         print(f"  {label}: failed (exit {p.returncode}): {' | '.join(tail)}", file=sys.stderr)
         return None
-    fields = dict(kv.split("=") for kv in line.split()[1:])
-    return float(fields["ms_per_step"]), float(fields["finalize_s"])
+    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+
+def amortized_ms(result: dict[str, float], steps: int) -> float:
+    """What a user pays per step: the loop plus finalize, spread over the steps."""
+    return result["ms_per_step"] + result["finalize_s"] * 1e3 / steps

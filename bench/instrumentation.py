@@ -25,7 +25,8 @@ def child(tool: str, steps: int, outdir: str, mode: str = "") -> None:
 
 
 def run(tool: str, steps: int, mode: str = "") -> tuple[float, float] | None:
-    return run_child(__file__, tool, str(steps), label=tool, options=("--mode", mode))
+    r = run_child(__file__, tool, str(steps), label=tool, options=("--mode", mode))
+    return None if r is None else (r["ms_per_step"], r["finalize_s"])
 
 
 def main() -> None:

@@ -182,3 +182,44 @@ def test_two_sessions_with_the_same_mode_coexist_and_another_mode_is_refused(tmp
     for name in ("a", "b"):
         flat, _ = tree(tmp_path / f"{name}.hatchet")
         assert samples_under(flat, ("s", "foo")) > 0
+
+
+@pytest.mark.parametrize("first", ["fill", "triton"])
+def test_the_first_kernel_after_start_has_samples(tmp_path, first):
+    """Proton's own test: a 1,024-element fill is the first kernel of the session. On the H100 the
+    first kernel after sampling was enabled got none, until Lepton armed the sampler at start."""
+    launch = "torch.ones((1024,), device='cuda')" if first == "fill" else "run_foo(iters=2)"
+    run(tmp_path, f"""
+        torch.cuda.synchronize()
+        proton.start("prof", mode="pcsampling")
+        with proton.scope("init"):
+            {launch}
+        proton.finalize()
+        result(ok=True)
+    """)
+    flat, _ = tree(tmp_path / "prof.hatchet")
+    kernel = next(k for k in flat if k[:1] == ("init",) and len(k) == 2)
+    assert samples_under(flat, kernel) > 0
+    assert not any("lepton_arm" in name for k in flat for name in k)  # the arming kernel is not shown
+
+
+def test_a_long_run_keeps_every_launch_and_its_samples_grow_with_the_steps(tmp_path):
+    """20,000 steps are drained while they run: every launch is in the profile, and the samples
+    grow with the steps (they were lost, with the whole profile, at 2,000 steps before)."""
+    totals = {}
+    for steps in (2_000, 20_000):
+        folder = tmp_path / str(steps)
+        folder.mkdir()
+        run(folder, f"""
+            proton.start("prof", mode="pcsampling")
+            for _ in range({steps}):
+                with proton.scope("step"):
+                    run_foo(iters=20)
+            proton.finalize()
+            result(ok=True)
+        """)
+        flat, root = tree(folder / "prof.hatchet")
+        check_invariants(flat, root)
+        assert flat[("step", "foo")]["count"] == steps
+        totals[steps] = samples_under(flat, ("step", "foo"))
+    assert totals[2_000] > 0 and totals[20_000] > 5 * totals[2_000], totals

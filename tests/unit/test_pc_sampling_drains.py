@@ -42,12 +42,14 @@ class ScriptedPCSampling:
         self.gets = 0
         self.fail_gets: dict[int, int] = {}
         self.disabled = 0
+        self.undecoded: list = []  # samples CUPTI's threads still decode: only disabling hands them over
 
     def queue(self, pcs) -> None:
         self.available.extend(pcs)
 
     def ctx_call(self, name, ctx):
         assert name == "cuptiPCSamplingEnable" and ctx == CTX
+        self.enabled = getattr(self, "enabled", 0) + 1
 
     def stall_reasons(self, ctx):
         return syn.reason_table()
@@ -55,8 +57,12 @@ class ScriptedPCSampling:
     def call(self, name, params):
         if name == "cuptiPCSamplingGetData":
             return self._get(params.pcSamplingData)
-        if name == "cuptiPCSamplingDisable":
+        if name == "cuptiPCSamplingDisable":  # CUPTI hands what it holds to the configured buffer
             self.disabled += 1
+            state = self.backend._contexts.get(params.ctx)
+            if state is not None:
+                syn.fill(state.flushed, self.available + self.undecoded)
+            self.available, self.undecoded = [], []
         return 0
 
     def _get(self, address) -> int:
@@ -90,6 +96,10 @@ class _Backend(PCSamplingBackend):
 
     def _current(self, ctx):
         return contextlib.nullcontext()
+
+    def _arm(self):
+        self.armed = getattr(self, "armed", 0) + 1
+        return ""
 
 
 @pytest.fixture
@@ -180,7 +190,9 @@ def test_another_cupti_failure_mid_run_keeps_what_was_drained_and_says_what_was_
     assert len(lines) == 1
     assert "instruction sampling stopped: cuptiPCSamplingGetData failed" in lines[0]
     assert "the 30 samples drained before it" in lines[0]
-    assert sampled["pcs"].disabled == 1  # sampling was still ended
+    # Sampling was still ended and begun again at finalize's flush (a fresh start for the context),
+    # and ended at its stop.
+    assert sampled["pcs"].disabled == 2 and sampled["backend"].armed == 2
 
 
 def test_a_failure_in_the_final_drain_still_writes_the_profile_with_every_kernel_time(sampled, capsys):
@@ -206,7 +218,24 @@ def test_the_drain_thread_drains_while_the_program_runs(sampled, monkeypatch):
     api = sampled["pcs"]
     api.queue(pcs([0, 16, 32]))
     deadline = time.monotonic() + 10
-    while api.available and time.monotonic() < deadline:
+    while sampled["backend"].attributor.drained < 15 and time.monotonic() < deadline:
         time.sleep(0.001)
     assert not api.available and sampled["backend"].attributor.drained == 15
     proton.finalize()
+
+
+def test_samples_cupti_hands_over_only_when_disabled_still_reach_the_flushed_profile(sampled, capsys):
+    """On the H100 CUPTI's threads decoded samples more slowly than the GPU made them: at the end
+    of a run millions were still being decoded, and GetData had none of them yet."""
+    proton.start("prof", backend="cupti", mode="pcsampling")
+    api, cupti = sampled["pcs"], sampled["cupti"]
+    with proton.scope("a"):
+        cupti.launch(ADD, duration_ns=3000)
+    api.queue(pcs([0]))
+    sampled["backend"]._drain_running()
+    api.undecoded = pcs([16, 32, 48])
+    proton.finalize()
+    tree = flat(json.load(open("prof.hatchet"))[0])
+    assert samples(tree) == 4 * 5
+    assert len([k for k in tree if k[:2] == ("a", "add_kernel") and len(k) == 3]) == 4
+    assert "warning" not in capsys.readouterr().err

@@ -37,12 +37,14 @@ from . import pcs_layout as L
 from . import sass as sass_extras
 from .backend import CuptiBackend
 from .bindings import Cupti, CuptiError
-from .pcs_attribute import SampleAttributor
+from .pcs_attribute import SampleAttributor, without_function
 from .pcs_decode import SampleBuffers, StallTable, by_line
+from .pcs_arm import ARM_FUNCTION, arm
 from .pcs_drain import Drainer
 
 SASS_KERNELS = 10  # kernels whose hottest instructions a profile keeps, the most sampled first
 PCS_PER_GET = 4096  # PCs per cuptiPCSamplingGetData: 4096 x (64 B + ~40 reasons x 8 B) ≈ 1.5 MiB
+PCS_AT_DISABLE = 16384  # what disabling hands over fits here; CUPTI discards what does not
 SCRATCH_BUFFER_BYTES = 16 << 20  # Proton's: CUPTI's host buffer of PC records between drains
 HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write samples to
 # CUPTI's worker threads move the device buffer into the scratch buffer this often; at its default
@@ -50,6 +52,7 @@ HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write s
 WORKER_SLEEP_MS = 10
 DRAIN_PERIOD_S = 0.05  # the drain thread's period: a drain costs ~0.5 ms, mostly per distinct PC
 _MAX_GETS_PER_DRAIN = 100_000  # a runaway guard: 4e8 PCs
+ARM_AT_ENABLE = True  # see pcs_arm
 
 
 class _Ctx(ctypes.Structure):  # Enable/Disable/Start/Stop params (24 B)
@@ -180,7 +183,7 @@ class _Context:
         # Two buffers: CUPTI flushes into the configured one by itself (module unload, context
         # end), and `cuptiPCSamplingGetData` must be given another (given the configured one, it
         # returned no PC on the H100 with CUDA 13, where another buffer got them all).
-        self.flushed = SampleBuffers(PCS_PER_GET, len(indices))
+        self.flushed = SampleBuffers(PCS_AT_DISABLE, len(indices))
         self.buffers = SampleBuffers(PCS_PER_GET, len(indices))
         self.indices = (c_uint32 * max(len(indices), 1))(*indices)
         words = [
@@ -258,7 +261,7 @@ class PCSamplingBackend(CuptiBackend):
     def _do_start(self) -> None:
         # One line, before anything is touched, if CUPTI lacks the API.
         self.api = self._pcs_api if self._pcs_api is not None else PCSamplingApi(self.cupti)
-        super()._do_start()
+        super()._do_start()  # kernel records first: CUPTI refuses them once a context samples
         try:
             if self._subscriber is None:
                 raise UsageError("pcsampling needs CUPTI's callbacks, which torch.profiler still holds; "
@@ -266,13 +269,19 @@ class PCSamplingBackend(CuptiBackend):
             for cbid in (L.CBID_CONTEXT_CREATED, L.CBID_CONTEXT_DESTROY_STARTING, L.CBID_MODULE_LOADED,
                          L.CBID_MODULE_UNLOAD_STARTING):
                 self.cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
-            self.collector.before_ingest = self.attributor.attach
+            self.collector.before_ingest = self._before_ingest
             for ctx in self._live_contexts():
-                self._enable(ctx)
+                self._enable(ctx, arm_it=True)
             self._drainer = Drainer(self._drain_running, DRAIN_PERIOD_S)
         except BaseException:
             self._do_stop()
             raise
+
+    def _before_ingest(self, batch):
+        """The batch without the arming kernel's launches, with the samples of its kernels."""
+        batch = without_function(batch, ARM_FUNCTION)
+        self.attributor.attach(batch)
+        return batch
 
     def _live_contexts(self) -> list[int]:
         """The current context and every active primary context (torch's and Triton's)."""
@@ -296,10 +305,20 @@ class PCSamplingBackend(CuptiBackend):
                     found.append(ctx.value)
         return found
 
-    def _enable(self, ctx: int) -> None:
+    def _enable(self, ctx: int, arm_it: bool) -> None:
+        """Samples `ctx` from now on; `arm_it`: and runs the kernel that arms its sampler (not from
+        CUPTI's context-creation callback, where no kernel can run yet)."""
         with self._pcs_lock, self._current(ctx):
-            if ctx not in self._contexts:
-                self._contexts[ctx] = _Context(self.api, ctx, self.period_log2)
+            if ctx in self._contexts:
+                return
+            self._contexts[ctx] = _Context(self.api, ctx, self.period_log2)
+            failed = self._arm() if arm_it else ""
+            if failed:
+                self._errors.append(f"instruction sampling could not arm its sampler ({failed}): the first "
+                                    "kernel after start may have no samples")
+
+    def _arm(self) -> str:
+        return arm(self.driver.lib) if ARM_AT_ENABLE else ""
 
     @contextlib.contextmanager
     def _current(self, ctx: int):
@@ -321,10 +340,19 @@ class PCSamplingBackend(CuptiBackend):
     def _do_flush(self) -> None:
         if self.collector is not None:
             self.driver.synchronize_all()  # every kernel ended: its samples are on their way
-            time.sleep(2 * WORKER_SLEEP_MS / 1000)  # CUPTI's workers move them to where a drain reads
-            self._drain_all(final=False)
+            with self._pcs_lock:
+                for ctx in list(self._contexts):
+                    self._resample(ctx)
         super()._do_flush()  # its kernel records are delivered, with the samples (`before_ingest`)
         self._report()
+
+    def _resample(self, ctx: int) -> None:
+        """Every sample of `ctx` so far: what GetData has, then what CUPTI still decodes, which only
+        disabling hands over (its threads are joined); then sampling again, armed."""
+        state = self._contexts[ctx]
+        self._guarded(state, lambda: self._drain(state))
+        self._disable(ctx)
+        self._enable(ctx, arm_it=True)
 
     def _do_stop(self) -> None:
         try:
@@ -347,10 +375,11 @@ class PCSamplingBackend(CuptiBackend):
         """Ends sampling in `ctx`: CUPTI copies the samples it still holds into the configured
         buffer, which is read here."""
         with self._pcs_lock:
-            state = self._contexts.pop(ctx, None)
+            state = self._contexts.get(ctx)
             if state is None or self.api is None:
                 return
             status = self.api.call("cuptiPCSamplingDisable", _Ctx(24, None, ctx))  # the context may be going
+            del self._contexts[ctx]
             if status == layout.SUCCESS and not state.failed:
                 self._guarded(state, lambda: self._take(state, state.flushed))
 
@@ -406,7 +435,9 @@ class PCSamplingBackend(CuptiBackend):
         if drain.hardware_buffer_full:
             self.full_buffer_drains += 1
         if drain.num_pcs:
-            self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
+            counts = by_line(drain, state.table, _string_at, self._line_of)
+            counts.pop_function(ARM_FUNCTION)
+            self.attributor.add(counts)
             self._count_pcs(drain)
         return drain
 
@@ -489,7 +520,7 @@ class PCSamplingBackend(CuptiBackend):
         try:
             ctx = c_void_p.from_address(cbdata + L.RESOURCE_CONTEXT).value
             if cbid == L.CBID_CONTEXT_CREATED:
-                self._enable(ctx)
+                self._enable(ctx, arm_it=False)
             elif cbid == L.CBID_CONTEXT_DESTROY_STARTING:
                 state = self._contexts.get(ctx)
                 if state is not None:
