@@ -202,9 +202,12 @@ class SessionRegistry:
                 s.set_active(False)
             self.refresh()
 
-    def _flush(self, sessions: list[Session]) -> None:
+    def _flush(self, sessions: list[Session], ending: bool = False) -> None:
+        """Flushes the sessions' backends; `ending`: the sessions end next, so a backend no other
+        session uses gets its last flush."""
+        staying = {id(s.backend) for s in self.sessions.values() if s not in sessions}
         for b in {id(s.backend): s.backend for s in sessions}.values():
-            b.flush()
+            b.flush(last=ending and id(b) not in staying)
         for s in sessions:
             s.mark_flushed()
 
@@ -221,7 +224,7 @@ class SessionRegistry:
                 s.check_format(fmt)
             written = []
             try:
-                self._flush(sessions)
+                self._flush(sessions, ending=True)
                 for s in sessions:
                     written += self.write(s, fmt)
             finally:

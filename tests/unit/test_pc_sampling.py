@@ -232,14 +232,3 @@ def test_no_counter_permission_or_no_support_is_one_line_naming_the_fix(status, 
         api.ctx_call("cuptiPCSamplingEnable", 0)
     assert "\n" not in str(raised.value)
 
-
-def test_the_arming_kernels_launches_are_dropped_from_a_batch_and_nothing_else():
-    from lepton.collect.cupti.pcs_arm import ARM_FUNCTION
-    from lepton.collect.cupti.pcs_attribute import without_function
-
-    b = batch(None, [(1, "foo", 100), (2, ARM_FUNCTION, 5), (3, "foo", 200)], now=0)
-    kept = without_function(b, ARM_FUNCTION)
-    assert len(kept) == 2 and kept.correlation_id.tolist() == [1, 3]
-    assert [kept.names[i] for i in kept.name_id] == ["foo", "foo"]
-    assert (kept.end_ns - kept.start_ns).tolist() == [100, 200] and kept.parent_path.tolist() == [1, 3]
-    assert without_function(kept, ARM_FUNCTION) is kept

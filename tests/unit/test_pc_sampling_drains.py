@@ -97,10 +97,6 @@ class _Backend(PCSamplingBackend):
     def _current(self, ctx):
         return contextlib.nullcontext()
 
-    def _arm(self):
-        self.armed = getattr(self, "armed", 0) + 1
-        return ""
-
 
 @pytest.fixture
 def sampled(monkeypatch, tmp_path):
@@ -190,9 +186,7 @@ def test_another_cupti_failure_mid_run_keeps_what_was_drained_and_says_what_was_
     assert len(lines) == 1
     assert "instruction sampling stopped: cuptiPCSamplingGetData failed" in lines[0]
     assert "the 30 samples drained before it" in lines[0]
-    # Sampling was still ended and begun again at finalize's flush (a fresh start for the context),
-    # and ended at its stop.
-    assert sampled["pcs"].disabled == 2 and sampled["backend"].armed == 2
+    assert sampled["pcs"].disabled == 1  # sampling was still ended, at finalize's (last) flush
 
 
 def test_a_failure_in_the_final_drain_still_writes_the_profile_with_every_kernel_time(sampled, capsys):
@@ -239,3 +233,26 @@ def test_samples_cupti_hands_over_only_when_disabled_still_reach_the_flushed_pro
     assert samples(tree) == 4 * 5
     assert len([k for k in tree if k[:2] == ("a", "add_kernel") and len(k) == 3]) == 4
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_flush_mid_run_hands_over_every_sample_and_sampling_goes_on(sampled):
+    """Proton's `flush` between two phases: the samples CUPTI still decodes reach the first
+    phase's kernels, and the context samples again after it."""
+    from lepton.registry import REGISTRY
+
+    sid = proton.start("prof", backend="cupti", mode="pcsampling")
+    api, cupti = sampled["pcs"], sampled["cupti"]
+    with proton.scope("a"):
+        cupti.launch(ADD, duration_ns=3000)
+    api.undecoded = pcs([0, 16])
+    REGISTRY.deactivate(sid, flushing=True)
+    assert api.disabled == 1 and api.enabled == 2 and sampled["backend"]._contexts
+    proton.activate(sid)
+    with proton.scope("b"):
+        cupti.launch(ADD, duration_ns=1000)
+    api.queue(pcs([32]))
+    proton.finalize()
+    tree = flat(json.load(open("prof.hatchet"))[0])
+    a = sum(m.get(L.NUM_SAMPLES, 0) for k, m in tree.items() if k[0] == "a")
+    b = sum(m.get(L.NUM_SAMPLES, 0) for k, m in tree.items() if k[0] == "b")
+    assert (a, b) == (2 * 5, 5) and api.disabled == 2

@@ -52,11 +52,12 @@ class Backend:
             self._do_start()
             self.started = True
 
-    def flush(self) -> None:
-        """Delivers every record of kernels launched so far, waiting for running kernels."""
+    def flush(self, last: bool = False) -> None:
+        """Delivers every record of kernels launched so far, waiting for running kernels. `last`:
+        the backend stops next (finalize), so it need not get ready to record again."""
         with self._lock:
             if self.started:
-                self._do_flush()
+                self._do_last_flush() if last else self._do_flush()
 
     def stop(self) -> None:
         """Releases the vendor library. Called once no session uses the backend: the sessions
@@ -76,6 +77,9 @@ class Backend:
 
     def _do_flush(self) -> None:
         pass
+
+    def _do_last_flush(self) -> None:
+        self._do_flush()
 
     def _do_stop(self) -> None:
         pass

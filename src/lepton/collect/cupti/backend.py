@@ -265,16 +265,11 @@ class CuptiBackend(Backend):
             # Registered at every start: torch.profiler registers its own and leaves them.
             cupti.register_buffer_callbacks(_C_REQUESTED, _C_COMPLETED)
             cupti.dropped_records()  # zero CUPTI's count, which a previous client may have left
-            self._before_kernel_records()
             cupti.enable(layout.KIND_CONCURRENT_KERNEL)
             self._attribute_launches()
         except BaseException:
             self._release()
             raise
-
-    def _before_kernel_records(self) -> None:
-        """Work a subclass does after CUPTI is set up and before kernels are recorded: kernels it
-        launches here are not in the profile."""
 
     def _attribute_launches(self) -> None:
         """How kernels find their launching thread and time (see the module's doc): from their own

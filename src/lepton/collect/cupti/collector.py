@@ -99,9 +99,8 @@ class Collector:
         # launches then need no launch callback (two calls into Python each through ctypes).
         self.hooked_stacks_at: PathsAt | None = None
         self._hooked_stack = np.zeros(1 << table_bits, np.int64)
-        # Called with each batch before it is delivered, under `lock`; returns the batch to deliver
-        # (instruction sampling puts its samples on the batch's `launch_metrics` there, and drops
-        # its own arming kernel: `pc_sampling`).
+        # Called with each batch before it is delivered, under `lock` (instruction sampling puts
+        # its samples on the batch's `launch_metrics` there: `pcs_attribute`).
         self.before_ingest: Callable[[KernelBatch], None] | None = None
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------
@@ -143,7 +142,7 @@ class Collector:
                 return 0
             self.kernels_delivered += len(batch)
             if self.before_ingest is not None:
-                batch = self.before_ingest(batch)
+                self.before_ingest(batch)
         self.sink.ingest(batch)
         return len(batch)
 

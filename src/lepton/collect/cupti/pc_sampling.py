@@ -37,9 +37,8 @@ from . import pcs_layout as L
 from . import sass as sass_extras
 from .backend import CuptiBackend
 from .bindings import Cupti, CuptiError
-from .pcs_attribute import SampleAttributor, without_function
+from .pcs_attribute import SampleAttributor
 from .pcs_decode import SampleBuffers, StallTable, by_line
-from .pcs_arm import ARM_FUNCTION, arm
 from .pcs_drain import Drainer
 
 SASS_KERNELS = 10  # kernels whose hottest instructions a profile keeps, the most sampled first
@@ -52,7 +51,6 @@ HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write s
 WORKER_SLEEP_MS = 10
 DRAIN_PERIOD_S = 0.05  # the drain thread's period: a drain costs ~0.5 ms, mostly per distinct PC
 _MAX_GETS_PER_DRAIN = 100_000  # a runaway guard: 4e8 PCs
-ARM_AT_ENABLE = True  # see pcs_arm
 
 
 class _Ctx(ctypes.Structure):  # Enable/Disable/Start/Stop params (24 B)
@@ -269,19 +267,13 @@ class PCSamplingBackend(CuptiBackend):
             for cbid in (L.CBID_CONTEXT_CREATED, L.CBID_CONTEXT_DESTROY_STARTING, L.CBID_MODULE_LOADED,
                          L.CBID_MODULE_UNLOAD_STARTING):
                 self.cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
-            self.collector.before_ingest = self._before_ingest
+            self.collector.before_ingest = self.attributor.attach
             for ctx in self._live_contexts():
-                self._enable(ctx, arm_it=True)
+                self._enable(ctx)
             self._drainer = Drainer(self._drain_running, DRAIN_PERIOD_S)
         except BaseException:
             self._do_stop()
             raise
-
-    def _before_ingest(self, batch):
-        """The batch without the arming kernel's launches, with the samples of its kernels."""
-        batch = without_function(batch, ARM_FUNCTION)
-        self.attributor.attach(batch)
-        return batch
 
     def _live_contexts(self) -> list[int]:
         """The current context and every active primary context (torch's and Triton's)."""
@@ -305,20 +297,10 @@ class PCSamplingBackend(CuptiBackend):
                     found.append(ctx.value)
         return found
 
-    def _enable(self, ctx: int, arm_it: bool) -> None:
-        """Samples `ctx` from now on; `arm_it`: and runs the kernel that arms its sampler (not from
-        CUPTI's context-creation callback, where no kernel can run yet)."""
+    def _enable(self, ctx: int) -> None:
         with self._pcs_lock, self._current(ctx):
-            if ctx in self._contexts:
-                return
-            self._contexts[ctx] = _Context(self.api, ctx, self.period_log2)
-            failed = self._arm() if arm_it else ""
-            if failed:
-                self._errors.append(f"instruction sampling could not arm its sampler ({failed}): the first "
-                                    "kernel after start may have no samples")
-
-    def _arm(self) -> str:
-        return arm(self.driver.lib) if ARM_AT_ENABLE else ""
+            if ctx not in self._contexts:
+                self._contexts[ctx] = _Context(self.api, ctx, self.period_log2)
 
     @contextlib.contextmanager
     def _current(self, ctx: int):
@@ -338,21 +320,28 @@ class PCSamplingBackend(CuptiBackend):
             lib.cuCtxPopCurrent_v2(ctypes.byref(c_void_p()))
 
     def _do_flush(self) -> None:
-        if self.collector is not None:
-            self.driver.synchronize_all()  # every kernel ended: its samples are on their way
-            with self._pcs_lock:
-                for ctx in list(self._contexts):
-                    self._resample(ctx)
+        self._flush_samples(last=False)
         super()._do_flush()  # its kernel records are delivered, with the samples (`before_ingest`)
         self._report()
 
-    def _resample(self, ctx: int) -> None:
-        """Every sample of `ctx` so far: what GetData has, then what CUPTI still decodes, which only
-        disabling hands over (its threads are joined); then sampling again, armed."""
-        state = self._contexts[ctx]
-        self._guarded(state, lambda: self._drain(state))
-        self._disable(ctx)
-        self._enable(ctx, arm_it=True)
+    def _do_last_flush(self) -> None:
+        self._flush_samples(last=True)
+        super()._do_flush()
+        self._report()
+
+    def _flush_samples(self, last: bool) -> None:
+        """Every sample so far, before the kernel records are delivered: what GetData has, then
+        what CUPTI still decodes, which only disabling hands over (its threads are joined); then,
+        unless it is the `last` flush before the stop, sampling again."""
+        if self.collector is None:
+            return
+        self.driver.synchronize_all()  # every kernel ended: its samples are on their way
+        with self._pcs_lock:
+            for ctx, state in list(self._contexts.items()):
+                self._guarded(state, lambda: self._drain(state))
+                self._disable(ctx)
+                if not last:
+                    self._enable(ctx)
 
     def _do_stop(self) -> None:
         try:
@@ -435,9 +424,7 @@ class PCSamplingBackend(CuptiBackend):
         if drain.hardware_buffer_full:
             self.full_buffer_drains += 1
         if drain.num_pcs:
-            counts = by_line(drain, state.table, _string_at, self._line_of)
-            counts.pop_function(ARM_FUNCTION)
-            self.attributor.add(counts)
+            self.attributor.add(by_line(drain, state.table, _string_at, self._line_of))
             self._count_pcs(drain)
         return drain
 
@@ -520,7 +507,7 @@ class PCSamplingBackend(CuptiBackend):
         try:
             ctx = c_void_p.from_address(cbdata + L.RESOURCE_CONTEXT).value
             if cbid == L.CBID_CONTEXT_CREATED:
-                self._enable(ctx, arm_it=False)
+                self._enable(ctx)
             elif cbid == L.CBID_CONTEXT_DESTROY_STARTING:
                 state = self._contexts.get(ctx)
                 if state is not None:

@@ -20,7 +20,6 @@ the batch wait for the next batch that has one.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 import numpy as np
@@ -43,20 +42,6 @@ def split(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     order = np.argsort(-(exact - base), axis=0, kind="stable")
     rank = np.argsort(order, axis=0, kind="stable")
     return base + (rank < remainder[None]).astype(np.int64)
-
-
-def without_function(batch: KernelBatch, name: str) -> KernelBatch:
-    """`batch` without the launches of kernel `name` (the same object where it has none)."""
-    if name not in batch.names:
-        return batch
-    keep = batch.name_id != batch.names.index(name)
-    if keep.all():
-        return batch
-    columns = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch)}
-    for key, value in columns.items():
-        if isinstance(value, np.ndarray) and len(value) == len(keep):
-            columns[key] = value[keep]
-    return KernelBatch(**columns)
 
 
 class SampleAttributor:
