@@ -256,3 +256,17 @@ def test_a_flush_mid_run_hands_over_every_sample_and_sampling_goes_on(sampled):
     a = sum(m.get(L.NUM_SAMPLES, 0) for k, m in tree.items() if k[0] == "a")
     b = sum(m.get(L.NUM_SAMPLES, 0) for k, m in tree.items() if k[0] == "b")
     assert (a, b) == (2 * 5, 5) and api.disabled == 2
+
+
+def test_a_cubin_lepton_never_saw_is_searched_for_once_not_once_per_pc(sampled, monkeypatch):
+    """The search walks every Python object: per PC, it held the GIL for seconds of a drain."""
+    walks = []
+    monkeypatch.setattr(pc_sampling, "triton_cubins", lambda: walks.append(1) or [])
+    proton.start("prof", backend="cupti", mode="pcsampling")
+    api = sampled["pcs"]
+    unknown = [(0xBAD, FUNCTION, off, [(SELECTED, 1)]) for off in range(0, 320, 16)]
+    for window in range(4):
+        api.queue(unknown[window * 5:(window + 1) * 5])
+        sampled["backend"]._drain_running()
+    proton.finalize()
+    assert len(walks) == 1

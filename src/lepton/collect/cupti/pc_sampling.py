@@ -248,6 +248,7 @@ class PCSamplingBackend(CuptiBackend):
         self._cubins: dict[int, bytes] = {}  # CRC -> cubin
         self._lines: dict[tuple[int, str, int], str] = {}  # (CRC, function, PC offset) -> node name
         self._triton_seen = 0  # how many Triton cubins were hashed at the last scan
+        self._searched_crcs: set[int] = set()  # CRCs of cubins searched for among Triton's
         self._pcs_lock = threading.RLock()  # drains and context changes (not Backend._lock)
         self._drainer: Drainer | None = None
         self._errors: list[str] = []
@@ -477,7 +478,10 @@ class PCSamplingBackend(CuptiBackend):
         name = self._lines.get(key)
         if name is None:
             cubin = self._cubins.get(crc)
-            if cubin is None:
+            if cubin is None and crc not in self._searched_crcs:
+                # Once per cubin: the search walks every Python object (35 ms with torch loaded),
+                # holding the GIL against the launching thread when a drain runs it.
+                self._searched_crcs.add(crc)
                 self._keep_triton_cubins()
                 cubin = self._cubins.get(crc)
             where = self.api.source_line(cubin, function, pc_offset) if cubin is not None else None
