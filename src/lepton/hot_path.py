@@ -9,7 +9,8 @@ fast paths of `scope`), so that they can be checked against each other
 - `time, path`: the thread is in `path` from `time` on;
 - `time, ~launch_path, time, path`, in one `list.extend`: the thread's next launch is in
   `launch_path`, the launches after it in `path` (a one-shot pair, written by the launch hook so
-  that Triton need not call back into Python after the launch).
+  that Triton need not call back into Python after the launch);
+- `time, INTERNAL`: Lepton's own GPU work follows (`internal`), until the thread's next mark.
 
 The python context's Triton stack hook writes one-shot pairs `time, ~(stack path + 1), time, 0` on
 a time line of its own (`mark_triton_launch_stack`).
@@ -22,6 +23,7 @@ Why marks, and what they cost: docs/design.md, "Attribution by thread time lines
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import sys
@@ -33,7 +35,7 @@ from .collect.python_stacks import enter_python_scope, exit_python_scope, python
 from .collect.timeline import ThreadTimelines
 from .errors import UsageError
 from .model.metrics import check_metrics
-from .model.paths import ROOT, PathTable
+from .model.paths import INTERNAL, ROOT, PathTable
 from .model.trace import ScopeEvent
 
 
@@ -213,6 +215,24 @@ class HotPath:
         if clock is not None:
             now = clock()
             t.marks.extend((now, ~op, now, self.threads.effective(t, t.stack[-1])))
+
+    @contextlib.contextmanager
+    def internal(self):
+        """Lepton's own GPU work on the calling thread (the instrumentation backend's sums and
+        copies at a decode): its launches are on `INTERNAL`, whose kernels the CUPTI collector drops:
+        no profile shows the profiler's own. Then the thread's path is marked again, so not inside
+        a launch (after the launch hook's one-shot pair): Triton calls the profile allocator,
+        which may decode, before that hook. Nothing is marked while no backend reads the marks."""
+        clock = self.mark_clock
+        if clock is None:
+            yield
+            return
+        t = self.thread()
+        t.marks.extend((clock(), INTERNAL))
+        try:
+            yield
+        finally:
+            self.remark(t)
 
     def mark_triton_launch_stack(self, stack_path: int) -> None:
         """The calling thread's next Triton launch has the Python stack `stack_path` (python

@@ -36,6 +36,7 @@ class _BackendSink:
         self.paths = registry.hot_path.paths
         self.timeline = registry.hot_path.timeline  # its clock is set at start to the launch records'
         self.current_path = registry.hot_path.current  # the calling thread's path (scopes and state)
+        self.internal = registry.hot_path.internal  # Lepton's own GPU work: in no profile
 
     def ingest(self, batch: KernelBatch) -> None:
         self.registry.ingest(self.backend, batch)

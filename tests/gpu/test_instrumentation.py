@@ -100,6 +100,33 @@ def test_nested_scopes_a_kernel_from_two_scopes_and_a_plain_kernel_after_finaliz
     assert flat[("nested", "outer")]["cycles"] > flat[("nested", "outer", "inner")]["cycles"]
 
 
+def test_a_cupti_session_beside_it_holds_only_the_users_kernels_not_the_device_sums(tmp_path):
+    """Proton's test_multi_session, with a decode mid-run too: the sums' torch kernels (repeat_interleave,
+    cat, ...) are in neither profile; the CUPTI profile's first child is the user's kernel."""
+    run(tmp_path, KERNEL, """
+        proton.start("inst", backend="instrumentation")
+        proton.start("driver")
+        ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+        proton.deactivate(flushing=True)  # a decode now: its sums run between the user's kernels
+        proton.activate()
+        with proton.scope("after"):
+            ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
+            z.mul_(2)
+        proton.finalize()
+        result()
+    """)
+    with open(tmp_path / "driver.hatchet") as f:
+        assert json.load(f)[0]["children"][0]["frame"]["name"] == "ikernel"
+    flat, _ = tree(tmp_path / "driver.hatchet")
+    kernels = {k: m["count"] for k, m in flat.items() if "count" in m}
+    assert kernels.pop(("ikernel",)) == 1 and kernels.pop(("after", "ikernel")) == 1
+    (mul, count), = kernels.items()  # z.mul_(2), and nothing of Lepton's
+    assert mul[0] == "after" and count == 1, kernels
+    inst, _ = tree(tmp_path / "inst.hatchet")
+    for path in (("ikernel",), ("after", "ikernel")):
+        assert set(scope_metrics(inst, path)) == {"load", "store"}
+
+
 def test_a_gluon_kernel_is_instrumented_by_default(tmp_path):
     run(tmp_path, """
         from triton.experimental import gluon

@@ -440,6 +440,67 @@ def test_dropped_records_are_reported_and_kept_in_the_profile(fake_cupti, capsys
     assert child(child(root, "a"), "add_kernel")["metrics"]["count"] == 1
 
 
+USER, LEPTONS = 0x7F00_0000_1000, 0x7F00_0000_2000  # add_kernel; a torch kernel of the device sums
+
+
+def names_in(node) -> list[str]:
+    return [n for c in node["children"] for n in (c["frame"]["name"], *names_in(c))]
+
+
+def test_kernels_lepton_launches_itself_are_in_no_profile_and_those_around_them_stay(fake_cupti):
+    """`HotPath.internal` (the instrumentation backend's device sums at a decode): its kernels are
+    dropped; the user's before and after it land in their scope (one marking thread: kernels timed
+    by their own records)."""
+    proton.start("own", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    with proton.scope("a"):
+        cupti.launch(USER)
+        with HOT_PATH.internal():
+            cupti.launch(LEPTONS)
+            cupti.launch(LEPTONS)
+        cupti.launch(USER)
+    cupti.launch(USER)
+    proton.finalize()
+    assert fake_cupti["backend"].api_records == ""
+    root, _ = hatchet("own.hatchet")
+    assert "_ZN2at6native18elementwise_kernel" not in names_in(root)
+    assert child(child(root, "a"), "add_kernel")["metrics"]["count"] == 2
+    assert child(root, "add_kernel")["metrics"]["count"] == 1
+
+
+def test_with_several_threads_only_the_internal_threads_launches_in_it_are_dropped(fake_cupti):
+    """With the launch API records on: a worker's decode drops the worker's kernels only; the main
+    thread's launches meanwhile stay, and so do those of a thread that never marked (it follows the
+    main thread) made while the main thread decodes."""
+    proton.start("own", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    inside, done = threading.Event(), threading.Event()
+
+    def decode():
+        with HOT_PATH.internal():
+            cupti.launch(LEPTONS)
+            inside.set()
+            done.wait(5)
+
+    with proton.scope("main"):
+        worker = threading.Thread(target=decode)
+        worker.start()
+        inside.wait(5)
+        cupti.launch(USER)
+        done.set()
+        worker.join()
+        assert fake_cupti["backend"].api_records == "masked"
+        with HOT_PATH.internal():
+            cupti.launch(LEPTONS)
+            unmarked = threading.Thread(target=cupti.launch, args=(USER,))
+            unmarked.start()
+            unmarked.join()
+    proton.finalize()
+    root, _ = hatchet("own.hatchet")
+    assert "_ZN2at6native18elementwise_kernel" not in names_in(root)
+    assert child(child(root, "main"), "add_kernel")["metrics"]["count"] == 2
+
+
 def test_kernels_launched_while_deactivated_are_not_counted(fake_cupti):
     proton.start("prof", backend="cupti")
     cupti = fake_cupti["cupti"]

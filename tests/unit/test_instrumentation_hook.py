@@ -9,11 +9,13 @@ import json
 import numpy as np
 import pytest
 from instrumentation_buffers import E, S, launch, slot
+from test_cupti_backend import fake_cupti  # noqa: F401  (a fixture)
 from triton_standin import LazyDict, call_exit_hook, install_instrumentation
 
 import lepton as proton
 from lepton.collect.instrumentation.arena import ScratchArena
 from lepton.collect.instrumentation.backend import InstrumentationBackend, InstrumentedKernel
+from lepton.collect.instrumentation.sums import ArrayOps
 from lepton.hooks import HookManager, InstrumentationHook, LaunchHook
 
 FUNCTION = 0x5EED  # the CUfunction handle Triton passes as metadata["function"]
@@ -86,6 +88,25 @@ def test_without_the_hook_the_kernel_node_is_the_compiled_kernel(triton):
     root = read_tree()
     assert list(children(root)) == ["add_kernel"]
     check_scopes(root["children"][0])
+
+
+def test_with_a_cupti_session_beside_it_the_device_sums_are_in_no_profile(triton, fake_cupti, monkeypatch):
+    """Proton's test_multi_session: the decode's sums run torch kernels on the GPU (here a scripted
+    CUPTI launch in `ArrayOps.words`); the CUPTI profile's first child is still the user's kernel."""
+    words = ArrayOps.words
+
+    def words_on_the_device(buffers, scratch_size):
+        fake_cupti["cupti"].launch(0x7F00_0000_2000)  # torch's kernel
+        return words(buffers, scratch_size)
+
+    monkeypatch.setattr(ArrayOps, "words", staticmethod(words_on_the_device))
+    proton.start("inst", backend="instrumentation")
+    proton.start("driver", backend="cupti")
+    run(triton, [slot([TREE_WARP], seg_entries=8)])
+    fake_cupti["cupti"].launch(0x7F00_0000_1000)  # the kernel itself (the stand-in launches none)
+    proton.finalize()
+    assert [c["frame"]["name"] for c in read_tree("driver.hatchet")["children"]] == ["add_kernel"]
+    check_scopes(children(read_tree("inst.hatchet"))["add_kernel"])
 
 
 def test_the_launch_hook_runs_first_though_its_session_started_after_the_instrumentation_one(triton):

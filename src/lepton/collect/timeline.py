@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..model.paths import ROOT
+from ..model.paths import INTERNAL, ROOT
 
 
 class ThreadCensus:
@@ -250,6 +250,9 @@ def paths_at(marks: dict[int, tuple[np.ndarray, np.ndarray]], thread_ids: np.nda
         found = at >= 0
         sel, at = sel[found], at[found]
         paths = mark_paths[at]
+        if not own:  # a follower's launches are the user's: inside the thread's `INTERNAL`, its path before
+            inside = np.flatnonzero(paths == INTERNAL)
+            paths[inside] = np.where(at[inside] > 0, mark_paths[np.maximum(at[inside] - 1, 0)], ROOT)
         if own and len(at) and mark_paths[max(int(at.min()) - 1, 0):int(at.max()) + 1].min() < 0:
             _take_one_shot_pairs(paths, at, times[sel], mark_times, mark_paths, tid, taken)
         out[sel] = paths

@@ -13,6 +13,10 @@ import threading
 
 ROOT = 0
 ROOT_NAME = "ROOT"
+# Not a path: a thread marks it while Lepton itself launches GPU work (`HotPath.internal`); the CUPTI
+# collector drops the kernels launched there, which no profile must show. Far above any path id,
+# never negative (negative marks are one-shot pairs).
+INTERNAL = 1 << 62
 
 
 class PathTable:

@@ -11,6 +11,7 @@ so that CPU scopes, session (de)activations and kernels share one time line.
 """
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -109,6 +110,10 @@ class KernelSink(Protocol):
 
     def current_path(self) -> int:
         """The calling thread's current call-path id (for callbacks that run on that thread)."""
+        ...
+
+    def internal(self) -> AbstractContextManager[None]:
+        """Lepton's own GPU work on the calling thread: no backend records its kernels."""
         ...
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...model.paths import INTERNAL
 from ...model.records import UNKNOWN_LAUNCH_NS, KernelBatch, KernelSink
 from . import layout, parser
 from .clock import ClockMap
@@ -287,6 +288,8 @@ class Collector:
         if n_bad:
             self.invalid_kernels += n_bad
             self.sink.report_dropped(n_bad, "cupti")
+        ok &= ~(hit & (self._path[slot] == INTERNAL))  # Lepton's own (`HotPath.internal`): in no profile
+        if not ok.all():
             rec, corr, slot, hit, launch = _select_kernels(rec, ok), corr[ok], slot[ok], hit[ok], launch[ok]
             start, end = start[ok], end[ok]
         if not len(corr):

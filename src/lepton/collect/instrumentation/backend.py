@@ -10,6 +10,7 @@ CTA's slot that its warps wrote crosses to the host (`host_copy`).
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -158,8 +159,10 @@ class InstrumentationBackend(Backend):
             by_kernel: dict[InstrumentedKernel, list[_Launch]] = {}
             for launch in launches:
                 by_kernel.setdefault(launch.kernel, []).append(launch)
-            for kernel, batch in by_kernel.items():
-                self._deliver(kernel, batch)
+            # The sums and copies are torch ops on the GPU: a CUPTI session must not record them.
+            with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
+                for kernel, batch in by_kernel.items():
+                    self._deliver(kernel, batch)
         for arena in self._arenas.values():
             arena.recycle()
 
