@@ -4,7 +4,7 @@ the profiler under test, the timed loop of the steps (in the child process), and
 
 The workload is the one Proton 3.6's in-kernel costs were measured on: one ~30 us Triton kernel of
 4096 blocks and one torch kernel per step; the Triton kernel is compiled on the first step, inside
-the session."""
+the session. `bench/scope_shapes.py` has the same work with scopes placed in seven ways."""
 from __future__ import annotations
 
 import os
@@ -72,8 +72,10 @@ def _memory() -> tuple[float, float]:
 
 def time_steps(step: Callable[[], object], steps: int, prof=None) -> None:
     """Warms up, times `steps` steps (each in a scope when `prof` profiles), finalizes, and prints
-    the `RESULT` line `run_child` reads: the loop's ms per step, finalize's seconds, and memory (peak
-    host RSS and device memory in use) after the warm-up and at the end of the loop."""
+    the `RESULT` line `run_child` reads: the loop's ms per step, finalize's seconds, memory (peak
+    host RSS and device memory in use) after the warm-up and at the end of the loop, and the peak of
+    torch's caching allocator over the whole run, finalize included (`dev_peak_mib`: the workload's
+    tensors and every scratch or sums buffer either profiler takes from torch)."""
     import torch
 
     for _ in range(5):
@@ -93,15 +95,17 @@ def time_steps(step: Callable[[], object], steps: int, prof=None) -> None:
     if prof is not None:
         prof.finalize()
     t2 = time.perf_counter()
+    peak = torch.cuda.max_memory_reserved() / 2**20
     print(f"RESULT ms_per_step={(t1 - t0) / steps * 1e3:.4f} finalize_s={t2 - t1:.3f} rss_start_mib={rss0:.0f} "
-          f"rss_mib={rss1:.0f} dev_start_mib={dev0:.0f} dev_mib={dev1:.0f}", flush=True)
+          f"rss_mib={rss1:.0f} dev_start_mib={dev0:.0f} dev_mib={dev1:.0f} dev_peak_mib={peak:.0f}", flush=True)
 
 
 def run_child(script: str, *args: str, label: str, options: tuple[str, ...] = (),
-              timeout: float = 600) -> dict[str, float] | None:
+              timeout: float = 600) -> dict[str, object] | None:
     """Runs `script OPTIONS --child ARGS... OUTDIR` with Lepton's sources on the path; returns its
-    `RESULT` fields (`ms_per_step`, `finalize_s`, memory), or None (saying why on stderr) if it
-    failed or ran past `timeout` seconds."""
+    `RESULT` fields (`ms_per_step`, `finalize_s`, memory), with `detail` (the JSON of a `DETAIL`
+    line) if the child printed one; `{"skipped": why}` if the child printed `SKIP why` and exited 0;
+    or None (saying why on stderr) if it failed or ran past `timeout` seconds."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory() as out:
@@ -111,14 +115,24 @@ def run_child(script: str, *args: str, label: str, options: tuple[str, ...] = ()
         except subprocess.TimeoutExpired:
             print(f"  {label}: skipped: ran past {timeout:.0f} s", file=sys.stderr)
             return None
-    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
+    lines = p.stdout.splitlines()
+    skip = next((ln for ln in lines if ln.startswith("SKIP ")), None)
+    if skip is not None and p.returncode == 0:
+        return {"skipped": skip[len("SKIP "):]}
+    line = next((ln for ln in lines if ln.startswith("RESULT")), None)
+    detail = next((ln for ln in lines if ln.startswith("DETAIL ")), None)
     for warning in (ln for ln in p.stderr.splitlines() if ln.startswith("lepton:")):
         print(f"  {label}: {warning}", file=sys.stderr)
     if p.returncode != 0 or line is None:
         tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
         print(f"  {label}: failed (exit {p.returncode}): {' | '.join(tail)}", file=sys.stderr)
         return None
-    return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+    result: dict[str, object] = {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+    if detail is not None:
+        import json  # here, not at the top: workload_step's lines are quoted by line number (ncu_lines)
+
+        result["detail"] = json.loads(detail[len("DETAIL "):])
+    return result
 
 
 def amortized_ms(result: dict[str, float], steps: int) -> float:

@@ -66,3 +66,87 @@ def test_paired_bench_gives_each_rounds_ratio_to_the_bare_chunk_of_that_round(mo
     assert (median, added) == (60.0, 10.0)
     assert round(ratio, 6) == 1.1  # ratios 1.1, 1.2, 1.1 round by round; not 60 / 50
     assert paired.summary("Traceback ...\n") is None
+
+
+CHILD = '''import sys
+shape = sys.argv[sys.argv.index("--child") + 1]
+if shape == "gone":
+    print("SKIP no such thing here")
+elif shape == "slow":
+    import time; time.sleep(30)
+else:
+    print("lepton: warning: something to pass on", file=sys.stderr)
+    print("RESULT ms_per_step=0.0500 finalize_s=1.000 dev_peak_mib=300")
+    print('DETAIL {"k": {"buffer": "sized to its records", "device_sums": 3, "host_decoded": {}}}')
+'''
+
+
+def test_run_child_reads_the_result_the_detail_a_skip_and_gives_up_on_a_slow_child(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(BENCH)
+    import in_kernel  # bench/in_kernel.py
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    got = in_kernel.run_child(str(script), "fast", label="fast")
+    assert got == {"ms_per_step": 0.05, "finalize_s": 1.0, "dev_peak_mib": 300.0,
+                   "detail": {"k": {"buffer": "sized to its records", "device_sums": 3, "host_decoded": {}}}}
+    assert in_kernel.amortized_ms(got, 200) == 0.05 + 5.0
+    assert in_kernel.run_child(str(script), "gone", label="gone") == {"skipped": "no such thing here"}
+    assert in_kernel.run_child(str(script), "slow", label="slow", timeout=0.5) is None
+    assert "fast: lepton: warning: something to pass on" in capsys.readouterr().err
+
+
+def instrumentation_bench(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    import instrumentation  # bench/instrumentation.py
+
+    return instrumentation
+
+
+def test_the_instrumentation_bench_runs_the_bare_step_then_proton_then_lepton_per_shape(monkeypatch):
+    bench = instrumentation_bench(monkeypatch)
+
+    runs = bench.plan(["one_scope", "gluon"], [200, 2000], [200], ["none", "lepton", "proton"])
+    assert [(r.shape, r.tool, r.steps) for r in runs] == [
+        ("one_scope", "none", 2000), ("one_scope", "proton", 200), ("one_scope", "lepton", 200),
+        ("one_scope", "lepton", 2000), ("gluon", "none", 2000), ("gluon", "proton", 200),
+        ("gluon", "lepton", 200), ("gluon", "lepton", 2000)]
+
+
+def test_the_instrumentation_bench_table_gives_paths_and_the_goal_per_shape(monkeypatch, capsys):
+    """The parent against scripted children: a shape on the fast path, one decoded on the host,
+    Gluon missing, and a Proton run that timed out."""
+    bench = instrumentation_bench(monkeypatch)
+
+    def paths(device, host):
+        return {"k": {"buffer": "sized to its records", "device_sums": device, "host_decoded": host}}
+
+    results = {
+        ("fast", "none"): {"ms_per_step": 0.04, "finalize_s": 0.0},
+        ("fast", "proton"): {"ms_per_step": 20.0, "finalize_s": 0.5},
+        ("fast", "lepton"): {"ms_per_step": 0.05, "finalize_s": 0.4, "dev_peak_mib": 120.0, "detail": paths(2005, {})},
+        ("slow", "none"): {"ms_per_step": 0.04, "finalize_s": 0.0},
+        ("slow", "proton"): None,
+        ("slow", "lepton"): {"ms_per_step": 0.2, "finalize_s": 4.0, "dev_peak_mib": 2200.0,
+                             "detail": paths(5, {"buffer wrapped": 2000})},
+        ("gluon", "none"): {"skipped": "triton.experimental.gluon is not available"},
+    }
+    monkeypatch.setattr(bench, "run_child", lambda script, shape, tool, steps, **kw: results[shape, tool])
+    monkeypatch.setitem(bench.GOAL_X_BARE, "slow", 3.0)
+    runs = bench.plan(["fast", "slow", "gluon"], [2000], [200], ["none", "lepton", "proton"])
+    bench.measure(runs, bench.argparse.Namespace(budget=60, proton_timeout=180, timeout=240, mode=""))
+    out = capsys.readouterr().out.splitlines()
+    fast = next(line for line in out if line.startswith("| fast | lepton |"))
+    assert fast == ("| fast | lepton | 2,000 | 0.050 | 0.400 | 0.250 | 6.25 | 90× | 2,005 / 0 | sized to its records "
+                    "| 120 |")
+    slow = next(line for line in out if line.startswith("| slow | lepton |"))
+    assert "| 5 / 2,000 (buffer wrapped: 2,000) |" in slow and "| — |" in slow  # no Proton to compare with
+    assert any(line.startswith("| slow | proton | 200 |") and "skipped: failed or ran past 60 s" in line
+               for line in out)
+    assert [line for line in out if line.startswith("| gluon")] == [
+        "| gluon | none | 2,000 | — | — | — | — | — | triton.experimental.gluon is not available; the shape's other "
+        "runs skipped | — | — |"]
+    goal = out[out.index("") + 2:]
+    assert goal == ["- fast: 6.25× bare at 2,000 steps (goal ≤ 2×)",
+                    "- slow: 55.00× bare at 2,000 steps (goal ≤ 3×) (Proton not measured)",
+                    "- gluon: not measured"]

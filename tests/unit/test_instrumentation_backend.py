@@ -126,3 +126,25 @@ def test_a_trace_session_gets_every_interval_of_a_one_warp_kernel():
     assert sorted(zip(events.cta.tolist(), events.scope.tolist(), (events.end_cycle - events.start_cycle).tolist())) \
         == [(0, 0, 100), (0, 1, 60), (1, 0, 100), (1, 1, 60)]
     assert backend.warnings == []
+
+
+def test_the_path_counts_give_per_kernel_the_launches_summed_on_the_device_and_those_decoded_on_the_host_and_why():
+    from instrumentation_buffers import E, S, launch, slot
+
+    good, size = launch([slot([[(S, 0, 1), (E, 0, 9)]] * 2, seg_entries=2)])
+    wrapped, _ = launch([slot([[(S, 0, 1), (E, 0, 2)] * 2, [(S, 0, 1), (E, 0, 9)]], seg_entries=2)])
+    k = InstrumentedKernel("k", size, 2, {0: "load"}, {}, buffer="sized to its records")
+    other = InstrumentedKernel("other", size, 2, {0: "load"}, {})
+    backend, sink = InstrumentationBackend(), Sink(trace=False)
+    backend.sink = sink
+    assert backend.profile_extras() == {}
+    backend._deliver(k, [_Launch(good, 0, k, 7, ("ROOT",), 1) for _ in range(3)])
+    backend._deliver(k, [_Launch(good, 0, k, 7, ("ROOT",), 1), _Launch(wrapped, 0, k, 7, ("ROOT",), 1)])
+    backend._deliver(other, [_Launch(good, 0, other, 8, ("ROOT",), 1)])
+    sink.trace = True
+    backend._deliver(other, [_Launch(good, 0, other, 8, ("ROOT",), 1)])
+    assert backend.path_counts() == {
+        "k": {"buffer": "sized to its records", "device_sums": 3, "host_decoded": {"buffer wrapped": 2}},
+        "other": {"buffer": "", "device_sums": 1, "host_decoded": {"trace session": 1}}}
+    assert backend.profile_extras() == {"instrumentation_paths": backend.path_counts()}
+    assert len(sink.got) == 7

@@ -215,3 +215,13 @@ def test_a_trace_of_two_one_warp_kernels_lists_each_kernels_scopes_outermost_fir
         events = json.load(f)["traceEvents"]
     assert [(e["name"], e["cat"]) for e in events[:4]] == [
         ("kernel", "add_kernel"), ("load_ops", "add_kernel"), ("kernel", "sub_kernel"), ("load_ops", "sub_kernel")]
+
+
+def test_the_profile_says_under_roots_lepton_key_how_each_kernels_launches_were_decoded(triton):
+    proton.start("t", backend="instrumentation")
+    for _ in range(2):
+        run(triton, [slot([TREE_WARP], seg_entries=8)])
+    run(triton, [slot([TREE_WARP[:-1]], seg_entries=8)])  # `kernel` never closed
+    proton.finalize()
+    assert read_tree()["lepton"]["instrumentation_paths"] == {
+        "add_kernel": {"buffer": "", "device_sums": 0, "host_decoded": {"unpaired record": 3}}}

@@ -1,7 +1,12 @@
 """The profile buffer Lepton gives an instrumented kernel, read from its TTGIR."""
 from ttgir_samples import HEAD, IN_LOOP, IN_WHILE_BODY, STRAIGHT, TAIL
 
-from lepton.collect.instrumentation.sizing import auto_buffer_size, num_warps, record_ops_outside_loops
+from lepton.collect.instrumentation.sizing import (
+    auto_buffer_size,
+    buffer_choice,
+    num_warps,
+    record_ops_outside_loops,
+)
 
 
 def test_records_outside_loops_are_counted_and_those_in_a_loop_make_it_unbounded():
@@ -29,3 +34,11 @@ def test_kernels_the_count_cannot_bound_keep_the_compilers_default():
     assert auto_buffer_size(IN_LOOP) == 0
     assert auto_buffer_size(HEAD + TAIL) == 0
     assert auto_buffer_size(STRAIGHT.replace('"ttg.num-warps" = 4 : i32, ', "")) == 0
+
+
+def test_the_path_counts_say_how_each_kernels_buffer_was_sized():
+    assert buffer_choice(STRAIGHT, sizes_buffers=True) == "sized to its records"
+    assert buffer_choice(IN_LOOP, sizes_buffers=True) == "default: a record op inside a loop"
+    assert buffer_choice(STRAIGHT.replace('"ttg.num-warps" = 4 : i32, ', ""), sizes_buffers=True) \
+        == "default: warps unknown"
+    assert buffer_choice(STRAIGHT, sizes_buffers=False) == "the mode's"

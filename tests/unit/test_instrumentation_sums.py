@@ -8,7 +8,7 @@ import pytest
 from instrumentation_buffers import E, S, launch, slot
 
 from lepton.collect.instrumentation.decode import decode_launch
-from lepton.collect.instrumentation.sums import ArrayOps, batch_sums
+from lepton.collect.instrumentation.sums import ArrayOps, BatchSums, HostReason, batch_sums
 from lepton.model.cycles import scope_sums
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
@@ -22,7 +22,7 @@ def reference(raw, scratch, units):
 def check_against_reference(buffers, scratch, units, scope_ids):
     ctas = [len(b) // scratch for b in buffers]
     got = batch_sums(ArrayOps, buffers, ctas, scratch, units, scope_ids)
-    assert got is not None
+    assert isinstance(got, BatchSums), got
     for i, raw in enumerate(buffers):
         want, warps = reference(raw, scratch, units)
         mine = got.launch(i)
@@ -65,20 +65,26 @@ def test_a_scope_a_launch_did_not_record_is_left_out_of_its_sums():
 
 
 @pytest.mark.parametrize("warp, why", [
-    ([(S, 0, 1), (S, 0, 2), (E, 0, 9)], "START after START"),
-    ([(E, 0, 3), (S, 0, 4), (E, 0, 9)], "END without START"),
-    ([(S, 0, 1), (E, 0, 2), (S, 0, 3)], "never closed"),
-    ([(S, 0, 1), (E, 0, 2)] * 5, "wrapped"),
-    ([(S, 7, 1), (E, 7, 2)], "a scope the kernel does not name"),
+    ([(S, 0, 1), (S, 0, 2), (E, 0, 9)], HostReason.UNPAIRED),  # START after START
+    ([(E, 0, 3), (S, 0, 4), (E, 0, 9)], HostReason.UNPAIRED),  # END without START
+    ([(S, 0, 1), (E, 0, 2), (S, 0, 3)], HostReason.UNPAIRED),  # never closed
+    ([(S, 0, 1), (E, 0, 2)] * 5, HostReason.WRAPPED),
+    ([(S, 7, 1), (E, 7, 2)], HostReason.UNKNOWN_SCOPE),  # a scope the kernel does not name
 ])
-def test_a_batch_with_anything_to_report_goes_to_the_host_decoder(warp, why):
+def test_a_batch_with_anything_to_report_goes_to_the_host_decoder_and_says_why(warp, why):
     raw, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)], warp], seg_entries=8)])
-    assert batch_sums(ArrayOps, [raw], [1], scratch, 2, [0]) is None, why
+    assert batch_sums(ArrayOps, [raw], [1], scratch, 2, [0]) is why
 
 
 def test_a_bad_preamble_goes_to_the_host_decoder():
     raw, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)]], preamble=0x12345678)])
-    assert batch_sums(ArrayOps, [raw], [1], scratch, 1, [0]) is None
+    assert batch_sums(ArrayOps, [raw], [1], scratch, 1, [0]) is HostReason.BAD_SLOT
+
+
+def test_a_count_of_half_an_entry_goes_to_the_host_decoder():
+    raw, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)]])])
+    raw[40:44].view("<u4")[0] = 3  # the warp's count: three words
+    assert batch_sums(ArrayOps, [raw], [1], scratch, 1, [0]) is HostReason.TORN
 
 
 def test_slots_of_an_odd_warp_count_that_are_not_8_aligned_sum_as_the_host_decoder_does():
@@ -92,4 +98,4 @@ def test_slots_of_an_odd_warp_count_that_are_not_8_aligned_sum_as_the_host_decod
 
 def test_a_slot_size_that_is_not_whole_words_goes_to_the_host_decoder():
     raw, _ = launch([slot([[(S, 0, 1), (E, 0, 5)]])])
-    assert batch_sums(ArrayOps, [raw], [1], 78, 1, [0]) is None
+    assert batch_sums(ArrayOps, [raw], [1], 78, 1, [0]) is HostReason.SLOT_SIZE

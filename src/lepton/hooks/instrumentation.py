@@ -29,12 +29,13 @@ from typing import Any, ClassVar
 from ..collect.instrumentation.arena import ALIGNMENT
 from ..collect.instrumentation.backend import InstrumentedKernel
 from ..collect.instrumentation.host_buffer import host_buffer, recorded_units
+from ..collect.instrumentation.sizing import buffer_choice
 from ..errors import UsageError
 from ..hot_path import HOT_PATH
 from ..mode import SamplingStrategy, instrumentation_mode
 from ..registry import REGISTRY
 from .hook import Hook
-from .proton_passes import ProtonPasses
+from .proton_passes import ProtonPasses, sizes_buffers
 
 
 class InstrumentationHook(Hook):
@@ -155,7 +156,9 @@ class InstrumentationHook(Hook):
         names, parents = _scopes(ttgir_path)
         units = int(meta["num_warps"])  # one recording unit per warp at the default granularity
         target = str((meta.get("target") or {}).get("backend", "cuda"))
-        self.kernels[function] = InstrumentedKernel(name, scratch, units, names, parents, target)
+        with open(ttgir_path) as f:
+            buffer = buffer_choice(f.read(), sizes_buffers(self.mode))
+        self.kernels[function] = InstrumentedKernel(name, scratch, units, names, parents, target, buffer)
 
     def enter(self, metadata) -> None:
         """Before a launch: queues it with its buffer and the call path it is launched in; its

@@ -20,16 +20,21 @@ from ..mode import Granularity, InstrumentationMode, Optimize, SamplingStrategy
 _KERNEL_NAME = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)")
 
 
+def sizes_buffers(mode: InstrumentationMode) -> bool:
+    """Whether Lepton sizes kernels' buffers under `mode`: only where the mode leaves the size to
+    the compiler and each warp records into its own segment (the passes' default granularity,
+    every warp sampled)."""
+    return (mode.buffer_size == 0 and mode.granularity is Granularity.WARP
+            and mode.sampling_strategy is SamplingStrategy.NONE)
+
+
 class ProtonPasses:
     """What Triton's NVIDIA compiler calls at `ttgpuir_to_llvmir` and `llvmir_to_llvm`."""
 
     def __init__(self, mode: InstrumentationMode, max_shared_mem: int) -> None:
         self.mode = mode
         self.max_shared_mem = max_shared_mem
-        # Lepton sizes the buffer only where the mode leaves it to the compiler and each warp
-        # records into its own segment (the passes' default granularity, every warp sampled).
-        self.sizes_buffers = (mode.buffer_size == 0 and mode.granularity is Granularity.WARP
-                              and mode.sampling_strategy is SamplingStrategy.NONE)
+        self.sizes_buffers = sizes_buffers(mode)
         self._compiling = threading.local()  # .buffer_size: the kernel being compiled on this thread
 
     def cache_tag(self) -> str:

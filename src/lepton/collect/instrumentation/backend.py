@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ...model.records import CycleLaunch
 from ..backend import Backend, register_backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
-from .sums import ArrayOps, TorchOps, batch_sums
+from .sums import ArrayOps, HostReason, TorchOps, batch_sums
 
 HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
 SUMS_BYTES = 256 << 20  # device memory one piece of a batch's sums works on (its words as int64)
@@ -76,6 +77,19 @@ class InstrumentedKernel:  # hashed by identity: the backend batches launches by
     scope_names: dict[int, str]
     scope_parents: dict[int, int]  # child scope id -> parent scope id
     target_backend: str = "cuda"  # Triton's target backend (the host buffer's device_type)
+    buffer: str = ""  # how its profile buffer was sized (`sizing.buffer_choice`)
+
+
+@dataclass
+class KernelPaths:
+    """How one kernel's launches were decoded: summed on the device, or on the host and why."""
+
+    buffer: str = ""
+    device_sums: int = 0
+    host_decoded: Counter = field(default_factory=Counter)  # HostReason value -> launches
+
+    def as_dict(self) -> dict:
+        return {"buffer": self.buffer, "device_sums": self.device_sums, "host_decoded": dict(self.host_decoded)}
 
 
 @dataclass
@@ -98,6 +112,8 @@ class InstrumentationBackend(Backend):
         self._arenas: dict[int, ScratchArena] = {}  # device index -> its scratch arena
         self._bound = 1 << 30  # set from the device's memory at start
         self._queue_lock = threading.Lock()
+        self._paths: dict[str, KernelPaths] = {}  # kernel name -> how its launches were decoded
+        self._paths_lock = threading.Lock()  # a decode may run on a launching thread and at flush
         self.warnings: list[str] = []
 
     def _do_start(self) -> None:
@@ -135,6 +151,18 @@ class InstrumentationBackend(Backend):
 
     def _do_flush(self) -> None:
         self._decode_queue()
+
+    def path_counts(self) -> dict[str, dict]:
+        """Per kernel name, the launches decoded so far: `device_sums` (summed where the buffers
+        are), `host_decoded` (reason -> launches, `sums.HostReason`), and how its `buffer` was
+        sized. A whole batch goes to the host when one of its launches must, so every launch of
+        that batch counts under that reason."""
+        with self._paths_lock:
+            return {name: paths.as_dict() for name, paths in self._paths.items()}
+
+    def profile_extras(self) -> dict:
+        counts = self.path_counts()
+        return {"instrumentation_paths": counts} if counts else {}
 
     def _do_stop(self) -> None:
         with self._queue_lock:
@@ -186,10 +214,11 @@ class InstrumentationBackend(Backend):
     def _deliver_piece(self, ops: type[ArrayOps], kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
         buffers = [launch.buffer for launch in batch]
         ctas = [b.shape[0] // kernel.scratch_size for b in buffers]
-        sums = None
+        sums = HostReason.TRACE
         if self.sink is None or not self.sink.wants_intervals():
             sums = batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units, sorted(kernel.scope_names))
-        if sums is not None:
+        self._count(kernel, len(batch), sums if isinstance(sums, HostReason) else None)
+        if not isinstance(sums, HostReason):
             per_launch = [(None, sums.launch(i)) for i in range(len(batch))]
         else:  # every interval, for a trace or to say what was wrong with a buffer
             raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
@@ -206,6 +235,14 @@ class InstrumentationBackend(Backend):
                 device_id=launch.device, sums=launch_sums))
         if self.sink is not None:
             self.sink.ingest_cycles(decoded_launches, [launch.launch_ns for launch in batch])
+
+    def _count(self, kernel: InstrumentedKernel, launches: int, host: HostReason | None) -> None:
+        with self._paths_lock:
+            paths = self._paths.setdefault(kernel.name, KernelPaths(kernel.buffer))
+            if host is None:
+                paths.device_sums += launches
+            else:
+                paths.host_decoded[host.value] += launches
 
     def warn(self, message: str) -> None:
         """Once per message, on stderr (decoding runs at flush, away from the user's call)."""

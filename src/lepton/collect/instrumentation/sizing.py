@@ -54,3 +54,14 @@ def auto_buffer_size(ttgir: str) -> int:
         return 0
     per_warp = 1 << (records * ENTRY_BYTES - 1).bit_length()
     return per_warp * warps
+
+
+def buffer_choice(ttgir: str, sizes_buffers: bool) -> str:
+    """How a kernel's profile buffer was sized, in words, for the path counts
+    (`backend.path_counts`): a kernel with a default-size buffer pays 8 KiB of scratch a CTA on
+    every launch, and its device sums scan that much."""
+    if not sizes_buffers:
+        return "the mode's"
+    if record_ops_outside_loops(ttgir) is None:
+        return "default: a record op inside a loop"
+    return "sized to its records" if auto_buffer_size(ttgir) else "default: warps unknown"

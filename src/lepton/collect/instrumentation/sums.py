@@ -5,8 +5,9 @@ interval on the host to add them up cost 1.4 ms a launch of 4096 CTAs on the H10
 times the kernel, against 24 us here (docs/design.md). So where every warp's buffer is well formed (no wrap, each
 scope's records alternating START, END), the sums are taken with a dozen array operations over the
 whole batch, and only a launches x scopes table crosses to the host. Anything else (a wrapped
-buffer, an unpaired record, a bad slot, or a session that keeps the trace) goes through the host
-decoder (`decode`), which pairs every record the way Proton does and says what was wrong.
+buffer, an unpaired record, a bad slot, or a session that keeps the trace: `HostReason`) goes
+through the host decoder (`decode`), which pairs every record the way Proton does and says what was
+wrong.
 
 The formulas are `decode` and `model.cycles` restated over a dense (CTA, warp, entry) grid: the
 END at rank r of a scope in a warp closes the START at rank r - 1; each CTA converts cycles to ns at
@@ -17,6 +18,7 @@ differently.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -209,6 +211,20 @@ class TorchOps(ArrayOps):
         return a.contiguous().cpu().numpy()
 
 
+class HostReason(str, Enum):
+    """Why a batch of launches was decoded on the host instead of summed on the device: the
+    backend counts launches by these (`InstrumentationBackend.path_counts`)."""
+
+    TRACE = "trace session"  # the session keeps every interval
+    SLOT_SIZE = "slot not whole words"
+    EMPTY = "no CTAs or no scopes"
+    BAD_SLOT = "bad slot header"  # preamble, buffer size, or a layout that does not fit the slot
+    WRAPPED = "buffer wrapped"  # a warp wrote more entries than its segment holds
+    TORN = "odd word count"  # a warp's count is not whole entries
+    UNKNOWN_SCOPE = "unknown scope"  # a record of a scope the kernel does not name
+    UNPAIRED = "unpaired record"  # START after START, END without START, or never closed
+
+
 @dataclass
 class BatchSums:
     """Per launch (rows) and scope (`scope_ids`, columns): cycles, ns and intervals."""
@@ -228,24 +244,27 @@ class BatchSums:
 
 
 def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
-               scope_ids: list[int]) -> BatchSums | None:
-    """The sums of one kernel's launches, or None where a buffer is not well formed (the caller
-    then decodes it on the host, which reports what was wrong)."""
+               scope_ids: list[int]) -> BatchSums | HostReason:
+    """The sums of one kernel's launches, or why not where a buffer is not well formed (the
+    caller then decodes the batch on the host, which reports what was wrong)."""
     if not is_slot_size(scratch_size):
-        return None
+        return HostReason.SLOT_SIZE
     w = ops.words(buffers, scratch_size)
     rows = w.shape[0]
     if rows == 0 or not scope_ids:
-        return None
+        return HostReason.EMPTY
     data_word = HEADER_WORDS + num_units
     buf_words = int(ops.host(w[0, 3])) // 4
     seg_words = buf_words // num_units
     cap = seg_words // 2
     counts = w[:, HEADER_WORDS:data_word]
     if (cap == 0 or data_word + buf_words > w.shape[1]
-            or not bool(ops.host(((w[:, 0] == PREAMBLE) & (w[:, 3] == 4 * buf_words)).all()))
-            or not bool(ops.host(((counts <= 2 * cap) & (counts % 2 == 0)).all()))):
-        return None
+            or not bool(ops.host(((w[:, 0] == PREAMBLE) & (w[:, 3] == 4 * buf_words)).all()))):
+        return HostReason.BAD_SLOT
+    if not bool(ops.host((counts <= 2 * cap).all())):
+        return HostReason.WRAPPED
+    if not bool(ops.host((counts % 2 == 0).all())):
+        return HostReason.TORN
     # (entry, CTA, warp): the scans below run along the entries, which torch scans fast only when
     # that axis is not the innermost (docs/design.md: 12x on the H100).
     entries = ops.entries_first(w[:, data_word:data_word + num_units * seg_words]
@@ -260,14 +279,14 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
     for s in scope_ids[1:]:
         known = known | (valid & (scope == s))
     if not bool(ops.host((known == valid).all())):
-        return None  # a record of a scope the kernel does not name
+        return HostReason.UNKNOWN_SCOPE
     durations, ends, firsts, lasts = [], [], [], []
     for s in scope_ids:
         mine = valid & (scope == s)
         rank = ops.cumsum(ops.as_int(mine), 0) - 1  # of each of the scope's records in its warp
         if not bool(ops.host((~mine | (is_start == (rank % 2 == 0))).all())) \
                 or not bool(ops.host((rank[-1] % 2 == 1).all())):
-            return None  # a START after a START, an END without a START, or one never closed
+            return HostReason.UNPAIRED  # a START after a START, an END without a START, or one never closed
         start_at = ops.cummax(ops.as_int(mine & is_start) * (position + 1) - 1, 0)  # its last START, -1: none
         closes = mine & ~is_start
         start_cycle = ops.gather(cycle, start_at.clip(0), 0)
