@@ -61,7 +61,8 @@ def test_the_fixtures_kernel_gives_protons_tree_with_cycles_close_to_protons(tmp
     # The same kernel on the same GPU. `load` agreed within 4% on the H100; `store` read 0.48x of
     # Proton's there (and Proton's own fixture, made on an H200, has 12159 where a buffer of ours
     # decodes to 5812): a systematic gap on the memory-bound scope that is not explained yet
-    # (docs/design.md). The bounds catch a decoding error (a factor of 2**k, a wrong unit).
+    # (docs/design.md, "The store gap"; bench/store_gap.py). The bounds catch a decoding error (a
+    # factor of 2**k, a wrong unit).
     print("cycles lepton/proton:", {k: (mine[k]["cycles"], theirs[k]["cycles"]) for k in ("load", "store")})
     assert 0.75 < mine["load"]["cycles"] / theirs["load"]["cycles"] < 1.33, (mine, theirs)
     assert 0.33 < mine["store"]["cycles"] / theirs["store"]["cycles"] < 3.0, (mine, theirs)

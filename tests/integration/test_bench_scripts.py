@@ -150,3 +150,42 @@ def test_the_instrumentation_bench_table_gives_paths_and_the_goal_per_shape(monk
     assert goal == ["- fast: 6.25× bare at 2,000 steps (goal ≤ 2×)",
                     "- slow: 55.00× bare at 2,000 steps (goal ≤ 3×) (Proton not measured)",
                     "- gluon: not measured"]
+
+
+def test_store_gap_bench_compares_trees_with_the_decoded_buffers_of_the_same_launches(tmp_path, monkeypatch,
+                                                                                     capsys):
+    """bench/store_gap.py's analysis on a real H100 buffer standing in for every variant's launches,
+    with one tree that agrees with it and one that does not."""
+    import json
+
+    import numpy as np
+
+    from lepton.collect.instrumentation.host_buffer import host_buffer
+
+    monkeypatch.syspath_prepend(BENCH)
+    import store_gap  # bench/store_gap.py
+
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "instrumentation")
+    raw = np.fromfile(os.path.join(data, "load_store.bin"), np.uint8)
+    wrapped = host_buffer(raw, scratch_size=8320, num_warps=4, target_backend="cuda", units=[0, 1, 2, 3])
+    for variant, store in (("proton", 5 * 5812), ("lepton", 1)):
+        for label in store_gap.LAUNCHES:
+            wrapped.tofile(tmp_path / f"{variant}.{label}.bin")
+        for kind in ("ttgir", "llir", "ptx", "sass"):
+            ptx = "mov.u64 %rd1, %clock64;\nst.global.b32 [%rd2], %r1;\n"
+            (tmp_path / f"{variant}.{kind}").write_text(ptx)
+        meta = {"profile_scratch_size": 8320, "shared": 8192, "num_warps": 4, "device": "H100",
+                "correct": True}
+        (tmp_path / f"{variant}.json").write_text(json.dumps(meta))
+        scopes = [{"frame": {"name": n}, "metrics": {"cycles": c}, "children": []}
+                  for n, c in (("load", 5 * 2903), ("store", store))]
+        tree = {"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+            {"frame": {"name": "ikernel"}, "metrics": {}, "children": scopes}]}
+        (tmp_path / f"{variant}.hatchet").write_text(json.dumps([tree, {}]))
+    monkeypatch.setattr(store_gap, "scope_names", lambda out, variant: {0: "load", 1: "store"})
+    store_gap.compare(tmp_path, ["proton", "lepton"])
+    printed = capsys.readouterr().out
+    assert "| proton | 14515 | 14515 | 29060 | 29060 | yes |" in printed
+    assert "| lepton | 14515 | 14515 | 1 | 29060 | NO |" in printed
+    assert "| cold | 5812 | 5812 | 1.00 |" in printed
+    assert (tmp_path / "report.md").exists()

@@ -10,6 +10,7 @@ import pytest
 from instrumentation_buffers import E, S, launch, slot
 
 from lepton.collect.instrumentation.decode import decode_launch
+from lepton.collect.instrumentation.host_buffer import host_buffer, read_host_buffer
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "instrumentation"
 
@@ -221,3 +222,23 @@ def test_a_slot_size_that_is_not_whole_words_is_refused():
     raw, _ = launch([slot(ONE_WARP, seg_entries=4)])
     with pytest.raises(ValueError, match="not a positive multiple of 4 bytes"):
         decode_launch(raw, 78, 1)
+
+
+def test_a_host_buffer_reads_back_to_the_launch_it_wraps_and_decodes_the_same():
+    meta = json.loads((DATA / "load_store.json").read_text())
+    raw = np.fromfile(DATA / "load_store.bin", np.uint8)
+    wrapped = host_buffer(raw, scratch_size=meta["profile_scratch_size"], num_warps=4, target_backend="cuda",
+                          units=[0, 1, 2, 3])
+    hb = read_host_buffer(wrapped)
+    assert (hb.scratch_size, hb.num_warps, hb.ctas, hb.units, hb.device_type) == (8320, 4, 4, [0, 1, 2, 3], 1)
+    assert np.array_equal(hb.payload, raw)
+    read_back = decode_launch(hb.payload, hb.scratch_size, hb.num_warps)
+    assert intervals(read_back) == intervals(real("load_store")[1])
+
+
+def test_a_host_buffer_of_another_version_is_refused():
+    wrapped = host_buffer(np.zeros(128, np.uint8), scratch_size=128, num_warps=1, target_backend="cuda",
+                          units=[0])
+    wrapped[0] = 2
+    with pytest.raises(ValueError, match="not a version-1 host buffer"):
+        read_host_buffer(wrapped)

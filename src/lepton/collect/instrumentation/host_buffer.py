@@ -8,9 +8,12 @@ u32, little-endian:
     scratch_mem_size (profile_scratch_size) | uid_num | uid_vec[uid_num]       header_size bytes
     payload: the launch's scratch buffer as the kernel left it (block_num CTA slots, padding)
 
-header_size = 40 + 4 * uid_num. The payload's slots are in the layout `decode` reads.
+header_size = 40 + 4 * uid_num. The payload's slots are in the layout `decode` reads;
+`read_host_buffer` reads one back (`bench/store_gap.py` decodes Proton's with it).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,3 +46,32 @@ def host_buffer(payload: np.ndarray, *, scratch_size: int, num_warps: int, targe
     out[:header_size] = np.asarray(fields, "<u4").view(np.uint8)
     out[header_size:] = payload
     return out
+
+
+@dataclass(frozen=True)
+class HostBuffer:
+    """A host buffer read back: the launch's scratch (`payload`, uint8) and the header's layout."""
+
+    payload: np.ndarray
+    scratch_size: int
+    num_warps: int
+    ctas: int
+    units: list[int]
+    device_type: int
+
+
+def read_host_buffer(buffer) -> HostBuffer:
+    """The inverse of `host_buffer`, for Proton's `host_buffer` and Lepton's alike (a torch CPU
+    tensor or a numpy array): `decode.decode_launch(hb.payload, hb.scratch_size, hb.num_warps)`
+    decodes the launch. Raises ValueError on a header that is not version 1."""
+    array = buffer.numpy() if hasattr(buffer, "numpy") else buffer
+    raw = np.ascontiguousarray(array, dtype=np.uint8).reshape(-1)
+    fields = raw[:FIXED_HEADER_BYTES].view("<u4").tolist()
+    version, _, header_size, payload_offset, payload_size, device_type, ctas, num_warps, scratch, uid_num = \
+        fields
+    if version != VERSION or header_size != FIXED_HEADER_BYTES + 4 * uid_num:
+        raise ValueError(f"not a version-{VERSION} host buffer (version {version}, header "
+                         f"{header_size} bytes for {uid_num} units)")
+    units = raw[FIXED_HEADER_BYTES:header_size].view("<u4").tolist()
+    payload = raw[payload_offset:payload_offset + payload_size]
+    return HostBuffer(payload, scratch, num_warps, ctas, units, device_type)
