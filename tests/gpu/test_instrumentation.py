@@ -116,9 +116,9 @@ def test_a_cupti_session_beside_it_holds_only_the_users_kernels_not_the_device_s
         proton.finalize()
         result()
     """)
-    with open(tmp_path / "driver.hatchet") as f:
-        assert json.load(f)[0]["children"][0]["frame"]["name"] == "ikernel"
     flat, _ = tree(tmp_path / "driver.hatchet")
+    with open(tmp_path / "driver.hatchet") as f:
+        assert json.load(f)[0]["children"][0]["frame"]["name"] == "ikernel", flat
     kernels = {k: m["count"] for k, m in flat.items() if "count" in m}
     assert kernels.pop(("ikernel",)) == 1 and kernels.pop(("after", "ikernel")) == 1
     (mul, count), = kernels.items()  # z.mul_(2), and nothing of Lepton's
