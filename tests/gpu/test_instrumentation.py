@@ -34,8 +34,13 @@ def scope_metrics(flat: dict, kernel_path: tuple) -> dict:
 
 
 def test_the_fixtures_kernel_gives_protons_tree_with_cycles_close_to_protons(tmp_path):
+    # Each tool's third launch is compared: a process's first launch waits about twice as long for
+    # its loads under Proton, whose scratch pages are fresh (docs/design.md, "The store gap").
     run(tmp_path, KERNEL, """
         proton.start("prof", backend="instrumentation")
+        with proton.scope("warm"):
+            for _ in range(2):
+                ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
         with proton.scope("instr"):
             ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
         proton.finalize()
@@ -45,6 +50,9 @@ def test_the_fixtures_kernel_gives_protons_tree_with_cycles_close_to_protons(tmp
     run(tmp_path / "proton", KERNEL, """
         import triton.profiler as triton_proton  # Proton's own, on the same kernel and GPU
         triton_proton.start("prof", backend="instrumentation")
+        with triton_proton.scope("warm"):
+            for _ in range(2):
+                ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
         with triton_proton.scope("instr"):
             ikernel[(4,)](x, y, z, x.numel(), BLOCK=1024)
         triton_proton.finalize()
@@ -58,14 +66,11 @@ def test_the_fixtures_kernel_gives_protons_tree_with_cycles_close_to_protons(tmp
         assert m["normalized_cycles"] == pytest.approx(m["cycles"] / 16)  # 4 CTAs x 4 warps
     theirs = scope_metrics(tree(tmp_path / "proton" / "prof.hatchet")[0], ("instr", "ikernel"))
     assert set(theirs) == {"load", "store"}
-    # The same kernel on the same GPU. `load` agreed within 4% on the H100; `store` read 0.48x of
-    # Proton's there (and Proton's own fixture, made on an H200, has 12159 where a buffer of ours
-    # decodes to 5812): a systematic gap on the memory-bound scope that is not explained yet
-    # (docs/design.md, "The store gap"; bench/store_gap.py). The bounds catch a decoding error (a
-    # factor of 2**k, a wrong unit).
+    # The same kernel on the same GPU, warm: both scopes agreed within 1% on repeated launches
+    # (bench/store_gap.py on the H100); the bounds leave room for a shared host's noise.
     print("cycles lepton/proton:", {k: (mine[k]["cycles"], theirs[k]["cycles"]) for k in ("load", "store")})
     assert 0.75 < mine["load"]["cycles"] / theirs["load"]["cycles"] < 1.33, (mine, theirs)
-    assert 0.33 < mine["store"]["cycles"] / theirs["store"]["cycles"] < 3.0, (mine, theirs)
+    assert 0.75 < mine["store"]["cycles"] / theirs["store"]["cycles"] < 1.33, (mine, theirs)
 
 
 def test_nested_scopes_a_kernel_from_two_scopes_and_a_plain_kernel_after_finalize(tmp_path):
@@ -103,7 +108,7 @@ def test_nested_scopes_a_kernel_from_two_scopes_and_a_plain_kernel_after_finaliz
 
 def test_a_cupti_session_beside_it_holds_only_the_users_kernels_not_the_device_sums(tmp_path):
     """Proton's test_multi_session, with a decode mid-run too: the sums' torch kernels (repeat_interleave,
-    cat, ...) are in neither profile; the CUPTI profile's first child is the user's kernel."""
+    cat, ...) are in neither profile: the CUPTI profile holds the user's three kernels and nothing else."""
     run(tmp_path, KERNEL, """
         proton.start("inst", backend="instrumentation")
         proton.start("driver")
@@ -117,8 +122,6 @@ def test_a_cupti_session_beside_it_holds_only_the_users_kernels_not_the_device_s
         result()
     """)
     flat, _ = tree(tmp_path / "driver.hatchet")
-    with open(tmp_path / "driver.hatchet") as f:
-        assert json.load(f)[0]["children"][0]["frame"]["name"] == "ikernel", flat
     kernels = {k: m["count"] for k, m in flat.items() if "count" in m}
     assert kernels.pop(("ikernel",)) == 1 and kernels.pop(("after", "ikernel")) == 1
     (mul, count), = kernels.items()  # z.mul_(2), and nothing of Lepton's
