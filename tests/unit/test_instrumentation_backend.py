@@ -6,7 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lepton.collect.instrumentation.arena import ScratchArena
 from lepton.collect.instrumentation.backend import (
+    QUEUE_LAUNCHES,
+    SUMS_BYTES,
     InstrumentationBackend,
     InstrumentedKernel,
     _Launch,
@@ -27,6 +30,11 @@ class Sink:
 
     def ingest_cycles(self, launches, launch_ns):
         self.got.extend(zip(launches, launch_ns))
+
+    def internal(self):
+        import contextlib
+
+        return contextlib.nullcontext()
 
 
 def kernel(name):
@@ -148,3 +156,40 @@ def test_the_path_counts_give_per_kernel_the_launches_summed_on_the_device_and_t
         "other": {"buffer": "", "device_sums": 1, "host_decoded": {"trace session": 1}}}
     assert backend.profile_extras() == {"instrumentation_paths": backend.path_counts()}
     assert len(sink.got) == 7
+
+
+def test_the_queue_is_decoded_every_queue_launches_launches_however_small_their_buffers():
+    """Kernels sized to their records take 0.5-1.5 MB a launch of 4096 blocks: with only the byte
+    bound (2 GiB on an H100) 1,400-4,000 launches queued and the arena grew to 2-3 GiB."""
+    from instrumentation_buffers import E, S, launch, slot
+
+    raw, size = launch([slot([[(S, 0, 1), (E, 0, 9)]] * 2, seg_entries=2)] * 4)
+    k = InstrumentedKernel("k", size, 2, {0: "load"}, {})
+    backend, sink = InstrumentationBackend(), Sink(trace=False)
+    backend.sink = sink
+    arena = backend._arenas[0] = ScratchArena(lambda n: np.zeros(n, np.uint8), first_chunk=1 << 20)
+    for i in range(QUEUE_LAUNCHES + 1):
+        buffer = backend._take(0, len(raw))
+        buffer[:] = raw
+        backend.queue(buffer, k, 7, ("ROOT",))
+        assert len(sink.got) == (QUEUE_LAUNCHES if i == QUEUE_LAUNCHES else 0)
+    assert arena.reserved == 1 << 20 and arena.handed_out == len(raw)
+    assert backend.path_counts()["k"]["device_sums"] == QUEUE_LAUNCHES
+
+
+def test_a_batch_is_cut_into_pieces_by_the_words_its_warps_wrote_not_by_its_slots(monkeypatch):
+    """A scope inside a loop keeps Proton's 8 KiB buffer a CTA and writes a few entries of it: the
+    pieces were sized by the whole slot, 4 launches of 4096 blocks each."""
+    from instrumentation_buffers import E, S, launch, slot
+
+    from lepton.collect.instrumentation import backend as module
+
+    raw, size = launch([slot([[(S, 0, 1), (E, 0, 9)]] * 4, seg_entries=256)] * 16)
+    k = InstrumentedKernel("in_loop", size, 4, {0: "chunk"}, {})
+    pieces = []
+    monkeypatch.setattr(InstrumentationBackend, "_deliver_piece",
+                        lambda self, ops, kernel, batch: pieces.append(len(batch)))
+    monkeypatch.setattr(module, "SUMS_BYTES", 16 * 8 * (14 + 4 * 4) * 10)  # ten launches' written words
+    InstrumentationBackend()._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT",), 1)] * 25)
+    assert size == 8320 and pieces == [10, 10, 5]
+    assert SUMS_BYTES <= 64 << 20

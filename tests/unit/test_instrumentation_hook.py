@@ -95,9 +95,9 @@ def test_with_a_cupti_session_beside_it_the_device_sums_are_in_no_profile(triton
     CUPTI launch in `ArrayOps.words`); the CUPTI profile's first child is still the user's kernel."""
     words = ArrayOps.words
 
-    def words_on_the_device(buffers, scratch_size):
+    def words_on_the_device(*args):
         fake_cupti["cupti"].launch(0x7F00_0000_2000)  # torch's kernel
-        return words(buffers, scratch_size)
+        return words(*args)
 
     monkeypatch.setattr(ArrayOps, "words", staticmethod(words_on_the_device))
     proton.start("inst", backend="instrumentation")

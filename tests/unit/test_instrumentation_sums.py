@@ -8,7 +8,7 @@ import pytest
 from instrumentation_buffers import E, S, launch, slot
 
 from lepton.collect.instrumentation.decode import decode_launch
-from lepton.collect.instrumentation.sums import ArrayOps, BatchSums, HostReason, batch_sums
+from lepton.collect.instrumentation.sums import ArrayOps, BatchSums, HostReason, batch_sums, warm_up
 from lepton.model.cycles import scope_sums
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
@@ -99,3 +99,99 @@ def test_slots_of_an_odd_warp_count_that_are_not_8_aligned_sum_as_the_host_decod
 def test_a_slot_size_that_is_not_whole_words_goes_to_the_host_decoder():
     raw, _ = launch([slot([[(S, 0, 1), (E, 0, 5)]])])
     assert batch_sums(ArrayOps, [raw], [1], 78, 1, [0]) is HostReason.SLOT_SIZE
+
+
+class Recording(ArrayOps):
+    """numpy's ops, recording what torch would pay for: the scans' shapes, the copies to the host
+    (each waits for the device) and the words widened to int64."""
+
+    scans: list = []
+    hosts = 0
+    widened = 0
+
+    @staticmethod
+    def cummax(a, axis):
+        Recording.scans.append((a.shape, axis))
+        return ArrayOps.cummax(a, axis)
+
+    @staticmethod
+    def host(a):
+        Recording.hosts += 1
+        return ArrayOps.host(a)
+
+    @staticmethod
+    def words(*args):
+        out = ArrayOps.words(*args)
+        Recording.widened += out.size
+        return out
+
+    @staticmethod
+    def segments(*args):
+        out = ArrayOps.segments(*args)
+        Recording.widened += out.size
+        return out
+
+    @classmethod
+    def reset(cls):
+        cls.scans, cls.hosts, cls.widened = [], 0, 0
+
+
+def many_launches(warp, scopes, launches=3, ctas=64, seg_entries=None):
+    """`(batch_sums' arguments after ops, the sums)` of `launches` alike, each checked against the
+    host decoder; then summed once more with `Recording`, which keeps what that run did."""
+    raw, scratch = launch([slot([warp] * 4, seg_entries=seg_entries or len(warp))] * ctas)
+    buffers = [raw.copy() for _ in range(launches)]
+    Recording.reset()
+    got = check_against_reference(buffers, scratch, 4, scopes)  # itself sums with ArrayOps
+    args = (buffers, [ctas] * launches, scratch, 4, scopes)
+    Recording.reset()
+    assert isinstance(batch_sums(Recording, *args), BatchSums)
+    return args, got
+
+
+SIBLINGS = [(S, 0, 10), (E, 0, 30), (S, 1, 40), (E, 1, 70)]
+NESTED = [(S, 0, 5), (S, 1, 10), (E, 1, 30), (S, 2, 40), (E, 2, 70), (E, 0, 80)]
+
+
+@pytest.mark.parametrize("warp, scopes", [(SIBLINGS, [0, 1]), (NESTED, [0, 1, 2])])
+def test_every_scan_is_one_dimensional_or_along_an_axis_no_longer_than_the_others(warp, scopes, monkeypatch):
+    """torch scans a (rows, 2) tensor along its rows with one GPU thread per column, serially: with
+    two scopes that was ~50 ms per piece of 128 launches (1.4 ms a launch on the H100); a 1-D scan
+    is CUB's, parallel. Scans along the entries of (entries, CTAs, warps) have CTAs x warps threads."""
+    cumsum = np.cumsum
+
+    def recorded(a, axis=None, **kwargs):
+        a = np.asarray(a)
+        Recording.scans.append((a.shape if axis is not None else (a.size,), axis or 0))
+        return cumsum(a, axis=axis, **kwargs)
+
+    args, _ = many_launches(warp, scopes)  # (checked against the host decoder, with numpy's own cumsum)
+    monkeypatch.setattr(np, "cumsum", recorded)
+    Recording.reset()
+    batch_sums(Recording, *args)
+    assert len(Recording.scans) > len(scopes)
+    for shape, axis in Recording.scans:
+        others = int(np.prod(shape)) // shape[axis]
+        assert len(shape) == 1 or shape[axis] <= others, (shape, axis)
+
+
+def test_the_sums_wait_for_the_device_as_often_with_three_scopes_as_with_one():
+    many_launches([(S, 0, 10), (E, 0, 30)], [0])
+    one = Recording.hosts
+    many_launches(NESTED, [0, 1, 2])
+    assert Recording.hosts == one <= 4
+
+
+def test_the_sums_read_only_the_words_the_warps_wrote_of_a_default_size_buffer():
+    """A scope inside a loop keeps Proton's 8 KiB buffer (256 entries a warp) and writes 32 of them:
+    the sums widened all 2,080 words of each slot."""
+    in_loop = [(S if j == 0 else E, 0, 100 + 10 * i + 5 * j) for i in range(16) for j in (0, 1)]
+    args, got = many_launches(in_loop, [0], launches=2, ctas=8, seg_entries=256)
+    assert args[2] == 8320 and got.launch(0).cycles == [8 * 4 * 16 * 5]
+    rows = 2 * 8
+    assert Recording.widened <= rows * (14 + 4 * 2 * len(in_loop)) + 2 * rows * 4
+
+
+def test_the_warm_up_batch_sums_on_the_device_path():
+    got = warm_up(ArrayOps, lambda array: array)
+    assert isinstance(got, BatchSums) and got.launch(1).cycles == [16 * 300, 16 * 100]

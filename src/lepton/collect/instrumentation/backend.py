@@ -3,9 +3,10 @@
 The compiler side (the proton dialect's record ops and the passes that lower them) is in libtriton;
 `hooks.instrumentation` installs it. Every launch of an instrumented kernel gets a scratch buffer of
 its own, cut from this backend's arena (`arena`); the backend queues those launches, each with its
-buffer, kernel and call path, and decodes them in batches, one per kernel: at flush, or once the
-queued buffers pass a bound (`queue_bound`). Nothing synchronises the GPU per launch (Proton synchronises the stream and copies
-the buffer on every launch: docs/design.md, "The instrumentation backend"). Only the part of each
+buffer, kernel and call path, and decodes them in batches, one per kernel: at flush, or once
+`QUEUE_LAUNCHES` launches are queued or their buffers pass a bound (`queue_bound`). Nothing
+synchronises the GPU per launch (Proton synchronises the stream and copies the buffer on every
+launch: docs/design.md, "The instrumentation backend"). Only the part of each
 CTA's slot that its warps wrote crosses to the host (`host_copy`).
 """
 from __future__ import annotations
@@ -23,17 +24,26 @@ from ...model.records import CycleLaunch
 from ..backend import Backend, register_backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
-from .sums import ArrayOps, HostReason, TorchOps, batch_sums
+from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up, widened_row_bytes
 
 HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
-SUMS_BYTES = 256 << 20  # device memory one piece of a batch's sums works on (its words as int64)
+# Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
+# temporaries take about four times that. 256 MiB made the sums alone peak past 1 GiB (docs/design.md);
+# at 64 MiB a piece is ~70 launches of a 4096-block kernel, whose fixed cost (kernel launches and
+# four copies to the host) is then a few us a launch.
+SUMS_BYTES = 64 << 20
+# Launches queued after which the launch hook decodes the queue, whatever their buffers' size:
+# with only the byte bound, kernels sized to their records (0.5-1.5 MB a launch of 4096 blocks)
+# queued 1,400-4,000 launches and the arena grew to 2-3 GiB before the first decode. 256 launches
+# keep the arena near 64-384 MiB, and one wait for the GPU per 256 launches is a few us a launch.
+QUEUE_LAUNCHES = 256
 
 
 def queue_bound(device_bytes: int) -> int:
     """Scratch handed out to queued launches after which the launch hook decodes the queue (and so
-    waits for the GPU): a sixteenth of the device's memory, at most 2 GiB. The arena keeps that
-    much for the session; kernels sized by `sizing.auto_buffer_size` need 0.5 MB a launch of 4096
-    blocks, so thousands of launches fit."""
+    waits for the GPU): a sixteenth of the device's memory, at most 2 GiB. It binds kernels that
+    keep Proton's 8 KiB a CTA (34 MB a launch of 4096 blocks: ~60 launches); kernels sized by
+    `sizing.auto_buffer_size` (0.5-1.5 MB a launch) reach `QUEUE_LAUNCHES` first."""
     return min(device_bytes // 16, 2 << 30)
 
 
@@ -111,6 +121,7 @@ class InstrumentationBackend(Backend):
         self._queue: list[_Launch] = []
         self._arenas: dict[int, ScratchArena] = {}  # device index -> its scratch arena
         self._bound = 1 << 30  # set from the device's memory at start
+        self._queued = 0  # launches in the queue (len(self._queue), read without the lock)
         self._queue_lock = threading.Lock()
         self._paths: dict[str, KernelPaths] = {}  # kernel name -> how its launches were decoded
         self._paths_lock = threading.Lock()  # a decode may run on a launching thread and at flush
@@ -120,34 +131,44 @@ class InstrumentationBackend(Backend):
         try:
             import torch
 
-            self._bound = queue_bound(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+            device = torch.cuda.current_device()
+            self._bound = queue_bound(torch.cuda.get_device_properties(device).total_memory)
         except (ImportError, RuntimeError, AssertionError) as e:  # no torch, or torch without a GPU
             raise UsageError(f"backend='instrumentation' needs Triton with its proton passes and torch on a "
                              f"CUDA GPU: {e}") from None
+        # The first sums load torch's kernels (about 0.35 s on the H100, docs/design.md): here, not
+        # in the user's loop or at finalize.
+        with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
+            warm_up(TorchOps, lambda array: torch.from_numpy(array).to(f"cuda:{device}"))
 
     def scratch(self, nbytes: int):
         """A scratch buffer for the next launch on the current device (Triton's profile allocator
         calls this on the launching thread); it stays the launch's until the queue is decoded."""
         import torch
 
-        device = torch.cuda.current_device()
+        return self._take(torch.cuda.current_device(), nbytes)
+
+    def _take(self, device: int, nbytes: int):
         arena = self._arenas.get(device)
         if arena is None:
+            import torch
+
             def new_chunk(size: int, device=device):
                 return torch.empty((size,), dtype=torch.uint8, device=f"cuda:{device}")
 
             arena = self._arenas.setdefault(device, ScratchArena(new_chunk))
-        if arena.handed_out + nbytes > self._bound:
+        if self._queued >= QUEUE_LAUNCHES or arena.handed_out + nbytes > self._bound:
             self._decode_queue()
         return arena.take(nbytes)
 
     def queue(self, buffer, kernel: InstrumentedKernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
         """One launch of an instrumented kernel (called by the launch hook, on the launching
         thread), with the buffer `scratch` gave it."""
-        launch = _Launch(buffer, buffer.device.index if hasattr(buffer, "device") else 0, kernel, kernel_pid,
+        launch = _Launch(buffer, buffer.device.index if hasattr(buffer, "cpu") else 0, kernel, kernel_pid,
                          call_path, time.time_ns())
         with self._queue_lock:
             self._queue.append(launch)
+            self._queued = len(self._queue)
 
     def _do_flush(self) -> None:
         self._decode_queue()
@@ -166,7 +187,7 @@ class InstrumentationBackend(Backend):
 
     def _do_stop(self) -> None:
         with self._queue_lock:
-            self._queue = []
+            self._queue, self._queued = [], 0
             arenas, self._arenas = self._arenas, {}
         for arena in arenas.values():
             arena.release()
@@ -176,7 +197,7 @@ class InstrumentationBackend(Backend):
         kernel's launches to the host in one batch, decodes them together and hands each launch to
         the sessions; then the arenas are free for the next launches."""
         with self._queue_lock:
-            launches, self._queue = self._queue, []
+            launches, self._queue, self._queued = self._queue, [], 0
         if launches:
             devices = {launch.device for launch in launches if hasattr(launch.buffer, "cpu")}  # torch's
             if devices:  # (numpy buffers: the tests', written already)
@@ -196,11 +217,13 @@ class InstrumentationBackend(Backend):
 
     def _deliver(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
         """Decodes one kernel's queued launches in pieces of at most `SUMS_BYTES` of widened words
-        (larger pieces made each step of the sums allocate fresh device memory)."""
-        per_piece = max(1, SUMS_BYTES // (2 * kernel.scratch_size))
+        (the words that the sums read: the headers and what the busiest warp wrote)."""
+        ops = TorchOps if hasattr(batch[0].buffer, "cpu") else ArrayOps  # numpy: the tests' buffers
+        row_bytes = widened_row_bytes(ops, [launch.buffer for launch in batch], kernel.scratch_size,
+                                      kernel.num_units)
+        per_piece = max(1, SUMS_BYTES // row_bytes)
         piece: list[_Launch] = []
         rows = 0
-        ops = TorchOps if hasattr(batch[0].buffer, "cpu") else ArrayOps  # numpy: the tests' buffers
         for launch in batch:
             ctas = launch.buffer.shape[0] // kernel.scratch_size
             if piece and rows + ctas > per_piece:

@@ -30,11 +30,24 @@ class ArrayOps:
     """numpy's spelling of what the sums need; `TorchOps` is torch's."""
 
     @staticmethod
-    def words(buffers: list, scratch_size: int):
-        """The launches' slots as one (CTAs, slot words) int64 array of the unsigned words."""
-        parts = [np.asarray(b, np.uint8)[:len(b) // scratch_size * scratch_size].view("<u4")
-                 .reshape(-1, scratch_size // 4) for b in buffers]
+    def slots(buffers: list, scratch_size: int) -> list:
+        """Each launch's slots as a (CTAs, slot words) view of its 32-bit words."""
+        return [np.asarray(b, np.uint8)[:len(b) // scratch_size * scratch_size].view("<u4")
+                .reshape(-1, scratch_size // 4) for b in buffers]
+
+    @staticmethod
+    def words(buffers: list, scratch_size: int, first: int, end: int):
+        """Words `first:end` of every slot of the launches, as one (CTAs, words) int64 array."""
+        parts = [s[:, first:end] for s in ArrayOps.slots(buffers, scratch_size)]
         return ArrayOps.concat(parts).astype(np.int64)
+
+    @staticmethod
+    def segments(buffers: list, scratch_size: int, first: int, num_units: int, seg_words: int, width: int):
+        """The first `width` words of each unit's segment (which starts at word `first` of its
+        slot), entry first: one (width, CTAs, units) int64 array. Only these words are read."""
+        parts = [s[:, first:first + num_units * seg_words].reshape(-1, num_units, seg_words)[:, :, :width]
+                 for s in ArrayOps.slots(buffers, scratch_size)]
+        return np.moveaxis(ArrayOps.concat(parts), 2, 0).astype(np.int64)
 
     @staticmethod
     def concat(parts: list):
@@ -62,9 +75,16 @@ class ArrayOps:
         return np.take_along_axis(a, index, axis=axis)
 
     @staticmethod
-    def prefix_sums(values):
-        """Sums of the first 0, 1, ..., len(values) rows."""
-        return np.concatenate([np.zeros((1, *values.shape[1:]), values.dtype), np.cumsum(values, axis=0)])
+    def flat_prefix_sums(values):
+        """Sums of the first 0, 1, ..., n values of `values` (1-D, or 2-D read column after column):
+        one scan over a 1-D array, the only shape torch scans in parallel when it is long."""
+        flat = values.T.reshape(-1)
+        return np.concatenate([np.zeros(1, values.dtype), np.cumsum(flat)])
+
+    @staticmethod
+    def scalars(values: list):
+        """0-d arrays of one dtype as one 1-D array (one copy to the host for all of them)."""
+        return np.stack(values)
 
     @staticmethod
     def index(values: list[int], like):
@@ -81,11 +101,6 @@ class ArrayOps:
     @staticmethod
     def where(condition, a, b):
         return np.where(condition, a, b)
-
-    @staticmethod
-    def entries_first(a):
-        """(CTA, warp, entry) to (entry, CTA, warp)."""
-        return np.moveaxis(a, 2, 0)
 
     @staticmethod
     def amin(a):
@@ -115,12 +130,27 @@ class ArrayOps:
 
 class TorchOps(ArrayOps):
     @staticmethod
-    def words(buffers: list, scratch_size: int):
+    def slots(buffers: list, scratch_size: int) -> list:
         import torch
 
-        parts = [b[:b.shape[0] // scratch_size * scratch_size].view(torch.int32).reshape(-1, scratch_size // 4)
-                 for b in buffers]
+        return [b[:b.shape[0] // scratch_size * scratch_size].view(torch.int32).reshape(-1, scratch_size // 4)
+                for b in buffers]
+
+    @staticmethod
+    def words(buffers: list, scratch_size: int, first: int, end: int):
+        import torch
+
+        parts = [s[:, first:end] for s in TorchOps.slots(buffers, scratch_size)]
         return TorchOps.concat(parts).to(torch.int64) & 0xFFFFFFFF
+
+    @staticmethod
+    def segments(buffers: list, scratch_size: int, first: int, num_units: int, seg_words: int, width: int):
+        import torch
+
+        parts = [s[:, first:first + num_units * seg_words].reshape(-1, num_units, seg_words)[:, :, :width]
+                 for s in TorchOps.slots(buffers, scratch_size)]
+        # permuted as int32 (half the bytes), then widened: torch scans fast along a non-innermost axis
+        return TorchOps.concat(parts).permute(2, 0, 1).contiguous().to(torch.int64) & 0xFFFFFFFF
 
     @staticmethod
     def concat(parts: list):
@@ -154,11 +184,18 @@ class TorchOps(ArrayOps):
         return a.gather(axis, index)
 
     @staticmethod
-    def prefix_sums(values):
+    def flat_prefix_sums(values):
         import torch
 
-        return torch.cat([torch.zeros((1, *values.shape[1:]), dtype=values.dtype, device=values.device),
-                          values.cumsum(0)])
+        flat = values.t().contiguous().reshape(-1)  # a 1-D scan is CUB's; along dim 0 of (rows, 2) it
+        # is one thread per column over every row (`scan_outer_dim`): 1.4 ms a launch (docs/design.md)
+        return torch.cat([torch.zeros(1, dtype=values.dtype, device=values.device), flat.cumsum(0)])
+
+    @staticmethod
+    def scalars(values: list):
+        import torch
+
+        return torch.stack(values)
 
     @staticmethod
     def index(values: list[int], like):
@@ -179,10 +216,6 @@ class TorchOps(ArrayOps):
         import torch
 
         return torch.where(condition, a, b)
-
-    @staticmethod
-    def entries_first(a):
-        return a.permute(2, 0, 1).contiguous()
 
     @staticmethod
     def amin(a):
@@ -246,47 +279,74 @@ class BatchSums:
 def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
                scope_ids: list[int]) -> BatchSums | HostReason:
     """The sums of one kernel's launches, or why not where a buffer is not well formed (the
-    caller then decodes the batch on the host, which reports what was wrong)."""
+    caller then decodes the batch on the host, which reports what was wrong). Waits for the device
+    a fixed number of times whatever the scopes and launches (`ops.host`: four copies)."""
     if not is_slot_size(scratch_size):
         return HostReason.SLOT_SIZE
-    w = ops.words(buffers, scratch_size)
-    rows = w.shape[0]
-    if rows == 0 or not scope_ids:
-        return HostReason.EMPTY
     data_word = HEADER_WORDS + num_units
-    buf_words = int(ops.host(w[0, 3])) // 4
-    seg_words = buf_words // num_units
-    cap = seg_words // 2
-    counts = w[:, HEADER_WORDS:data_word]
-    if (cap == 0 or data_word + buf_words > w.shape[1]
-            or not bool(ops.host(((w[:, 0] == PREAMBLE) & (w[:, 3] == 4 * buf_words)).all()))):
+    if not sum(ctas) or not scope_ids:
+        return HostReason.EMPTY
+    if data_word > scratch_size // 4:
         return HostReason.BAD_SLOT
-    if not bool(ops.host((counts <= 2 * cap).all())):
+    head = ops.words(buffers, scratch_size, 0, data_word)  # (CTAs, header words)
+    layout = written_layout(ops, head, scratch_size, num_units)
+    if isinstance(layout, HostReason):
+        return layout
+    seg_words, width = layout
+    # (entry word, CTA, warp): only the words the busiest warp wrote, widened; the scans below run
+    # along the entries, which torch scans fast only when that axis is not the innermost
+    # (docs/design.md: 12x on the H100).
+    entries = ops.segments(buffers, scratch_size, data_word, num_units, seg_words, width)
+    per_row, ends, first, last, checks = _scope_rows(ops, entries, head[:, HEADER_WORDS:] // 2, scope_ids)
+    ok = ops.host(ops.scalars(checks))
+    if not ok[0]:
+        return HostReason.UNKNOWN_SCOPE
+    if not ok[1:].all():
+        return HostReason.UNPAIRED  # a START after a START, an END without a START, or one never closed
+    cycles, ns, intervals = _per_launch_sums(ops, head, ctas, per_row, ends, first, last)
+    return BatchSums(list(scope_ids), cycles, ns, intervals, num_units, list(ctas))
+
+
+def written_layout(ops: type[ArrayOps], head, scratch_size: int,
+                   num_units: int) -> tuple[int, int] | HostReason:
+    """`(words of a unit's segment, words the busiest unit wrote)` of a batch whose slot headers
+    are `head`, read in one copy from the device, or why the batch goes to the host. A kernel that
+    records in a loop has 8 KiB segments of which it may write a few dozen bytes: the sums read
+    only those."""
+    counts = head[:, HEADER_WORDS:]
+    same = (head[:, 0] == PREAMBLE) & (head[:, 3] == head[0, 3])
+    buf_bytes, most, odd, whole = ops.host(ops.scalars(
+        [head[0, 3], counts.max(), (counts % 2).max(), ops.as_int(same.all())])).tolist()
+    seg_words = buf_bytes // 4 // num_units
+    fits = HEADER_WORDS + num_units + buf_bytes // 4 <= scratch_size // 4
+    if not whole or buf_bytes % 4 or seg_words < 2 or not fits:
+        return HostReason.BAD_SLOT
+    if most > seg_words - seg_words % 2:
         return HostReason.WRAPPED
-    if not bool(ops.host((counts % 2 == 0).all())):
+    if odd:
         return HostReason.TORN
-    # (entry, CTA, warp): the scans below run along the entries, which torch scans fast only when
-    # that axis is not the innermost (docs/design.md: 12x on the H100).
-    entries = ops.entries_first(w[:, data_word:data_word + num_units * seg_words]
-                                .reshape(rows, num_units, seg_words)[:, :, :2 * cap])
+    return seg_words, max(2, most)
+
+
+def _scope_rows(ops: type[ArrayOps], entries, written, scope_ids: list[int]):
+    """Per CTA (rows) and scope (columns): summed cycles and intervals, each CTA's first START and
+    last END, and the checks (0-d: the records name known scopes; per scope, they pair), left on the
+    device. `written`: (CTAs, units) entries each unit wrote."""
     w0, w1 = entries[0::2], entries[1::2]
-    position = ops.arange(cap, w)[:, None, None]
-    valid = position < (counts // 2)[None]
+    position = ops.arange(w0.shape[0], entries)[:, None, None]
+    valid = position < written[None]
     is_start = (w0 >> 31) == 0
     scope = (w0 >> 23) & 0xFF
     cycle = ((w0 & 0x7FF) << 32) | w1
     known = valid & (scope == scope_ids[0])
     for s in scope_ids[1:]:
         known = known | (valid & (scope == s))
-    if not bool(ops.host((known == valid).all())):
-        return HostReason.UNKNOWN_SCOPE
+    checks = [ops.as_int((known == valid).all())]
     durations, ends, firsts, lasts = [], [], [], []
     for s in scope_ids:
         mine = valid & (scope == s)
         rank = ops.cumsum(ops.as_int(mine), 0) - 1  # of each of the scope's records in its warp
-        if not bool(ops.host((~mine | (is_start == (rank % 2 == 0))).all())) \
-                or not bool(ops.host((rank[-1] % 2 == 1).all())):
-            return HostReason.UNPAIRED  # a START after a START, an END without a START, or one never closed
+        checks.append(ops.as_int((~mine | (is_start == (rank % 2 == 0))).all() & (rank[-1] % 2 == 1).all()))
         start_at = ops.cummax(ops.as_int(mine & is_start) * (position + 1) - 1, 0)  # its last START, -1: none
         closes = mine & ~is_start
         start_cycle = ops.gather(cycle, start_at.clip(0), 0)
@@ -297,26 +357,62 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
         ends.append(ops.as_int(closes).sum((0, 2)))
         firsts.append(ops.amin(ops.where(closes, start_cycle, 1 << 62)))
         lasts.append(ops.amax(ops.where(closes, start_cycle + duration, -1)))
-    per_row = ops.stack(durations)  # (CTAs, scopes): cycles
     first, last = ops.amin_columns(ops.stack(firsts)), ops.amax_columns(ops.stack(lasts))
-    launch_of_row = ops.repeat(ctas, w)
-    bounds = ops.index([0, *np.cumsum(ctas).tolist()], w)
+    return ops.stack(durations), ops.stack(ends), first, last, checks
+
+
+def _per_launch_sums(ops: type[ArrayOps], head, ctas: list[int], per_row, ends, first, last):
+    """`(cycles, ns, intervals)` per launch and scope, on the host, from the per-CTA sums: each
+    CTA's cycles converted at its own globaltimer rate, or its launch's pooled rate."""
+    rows = per_row.shape[0]
+    bounds = np.concatenate([[0], np.cumsum(ctas)])
 
     def per_launch(values):  # sums over each launch's rows, which are contiguous (atomics were 10x slower)
-        totals = ops.prefix_sums(values)[bounds]
-        return totals[1:] - totals[:-1]
+        columns = 1 if values.ndim == 1 else values.shape[1]
+        at = ops.index((np.arange(columns)[:, None] * rows + bounds[None, :]).reshape(-1).tolist(), values)
+        totals = ops.flat_prefix_sums(values)[at].reshape(columns, len(ctas) + 1)
+        sums = totals[:, 1:] - totals[:, :-1]  # (columns, launches)
+        return sums[0] if values.ndim == 1 else sums.T
 
     span_cycles = ops.where(last > first, last - first, 0)
-    init_ns = w[:, 4] | (w[:, 5] << 32)
-    pre_final_ns = w[:, 6] | (w[:, 7] << 32)
+    init_ns = head[:, 4] | (head[:, 5] << 32)
+    pre_final_ns = head[:, 6] | (head[:, 7] << 32)
     span_ns = ops.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0)
     usable = (span_cycles > 0) & (span_ns > 0)
     pooled_ns = ops.as_float(per_launch(ops.where(usable, span_ns, 0)))
     pooled_cycles = ops.as_float(per_launch(ops.where(usable, span_cycles, 0)))
     pooled = ops.where(pooled_cycles > 0, pooled_ns / ops.where(pooled_cycles > 0, pooled_cycles, 1.0), 1.0)
     rate = ops.where(usable, ops.as_float(span_ns) / ops.as_float(ops.where(usable, span_cycles, 1)),
-                     pooled[launch_of_row])
-    cycles = per_launch(per_row)
-    ns = per_launch(ops.as_float(per_row) * rate[:, None])
-    intervals = per_launch(ops.stack(ends))
-    return BatchSums(list(scope_ids), ops.host(cycles), ops.host(ns), ops.host(intervals), num_units, list(ctas))
+                     pooled[ops.repeat(ctas, head)])
+    counts = ops.host(ops.stack([per_launch(per_row), per_launch(ends)]))  # (launches, 2, scopes)
+    ns = ops.host(per_launch(ops.as_float(per_row) * rate[:, None]))
+    return counts[:, 0], ns, counts[:, 1]
+
+
+def widened_row_bytes(ops: type[ArrayOps], buffers: list, scratch_size: int, num_units: int) -> int:
+    """Bytes of device memory one CTA's words take in `batch_sums` (the header and what its busiest
+    unit wrote, as int64), so that a batch can be cut into pieces of a bounded size (one copy)."""
+    data_word = HEADER_WORDS + num_units
+    if not is_slot_size(scratch_size) or data_word > scratch_size // 4 or not buffers:
+        return 2 * scratch_size
+    most = int(ops.host(ops.words(buffers, scratch_size, HEADER_WORDS, data_word).max()))
+    return 8 * (data_word + num_units * min(max(2, most), scratch_size // 4))
+
+
+def warm_up(ops: type[ArrayOps], to_device) -> BatchSums | HostReason:
+    """Runs the sums once on a small made-up batch (two launches of 8 CTAs x 2 warps, two nested
+    scopes), so that the first real batch does not pay for loading the library's kernels.
+    `to_device(uint8 numpy array)`: the array where `ops` works."""
+    units, ctas, entries = 2, 8, 4
+    words = np.zeros((ctas, 32), np.uint32)  # 128-byte slots, as Triton pads them
+    words[:, 0], words[:, 3] = PREAMBLE, 8 * entries * units
+    words[:, 4], words[:, 6] = 1_000, 2_000  # init and pre-final globaltimer, ns
+    words[:, HEADER_WORDS:HEADER_WORDS + units] = 2 * entries
+    for unit in range(units):  # scope 0 around scope 1: START 0, START 1, END 1, END 0
+        at = HEADER_WORDS + units + 2 * entries * unit
+        words[:, at:at + 2 * entries:2] = [0, 1 << 23, 1 << 31 | 1 << 23, 1 << 31]
+        words[:, at + 1:at + 2 * entries:2] = [100, 200, 300, 400]
+    raw = words.reshape(-1).view(np.uint8)
+    buffers = [to_device(raw.copy()), to_device(raw.copy())]
+    widened_row_bytes(ops, buffers, 128, units)
+    return batch_sums(ops, buffers, [ctas, ctas], 128, units, [0, 1])
