@@ -34,9 +34,10 @@ HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
 SUMS_BYTES = 64 << 20
 # Launches queued after which the launch hook decodes the queue, whatever their buffers' size:
 # with only the byte bound, kernels sized to their records (0.5-1.5 MB a launch of 4096 blocks)
-# queued 1,400-4,000 launches and the arena grew to 2-3 GiB before the first decode. 256 launches
-# keep the arena near 64-384 MiB, and one wait for the GPU per 256 launches is a few us a launch.
-QUEUE_LAUNCHES = 256
+# queued 1,400-4,000 launches and the arena grew to 2-3 GiB before the first decode. A decode in
+# the loop costs ~27 ms fixed on the H100 (256 launches a decode made one scope's step 0.199 ms
+# against 0.066), so the queue holds 2,048: ~13 us a launch, and an arena of 1-3 GiB at most.
+QUEUE_LAUNCHES = 2048
 
 
 def queue_bound(device_bytes: int) -> int:
