@@ -26,7 +26,6 @@ import ctypes
 import gc
 import sys
 import threading
-import time
 from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
@@ -349,9 +348,7 @@ class PCSamplingBackend(CuptiBackend):
             if self._drainer is not None:
                 self._drainer.stop()
                 self._drainer = None
-            if self.collector is not None:
-                self.driver.synchronize_all()
-                self._drain_all(final=True)
+            self._flush_samples(last=True)  # contexts a last flush left (none, after a finalize)
         finally:
             super()._do_stop()
             self._report()
@@ -379,14 +376,6 @@ class PCSamplingBackend(CuptiBackend):
         with self._pcs_lock:
             for state in list(self._contexts.values()):
                 self._guarded(state, lambda: self._drain(state))
-
-    def _drain_all(self, final: bool) -> None:
-        """Every context's samples; `final`: and sampling ends (each context disabled)."""
-        with self._pcs_lock:
-            for ctx, state in list(self._contexts.items()):
-                self._guarded(state, lambda: self._drain(state))
-                if final:
-                    self._disable(ctx)
 
     def _guarded(self, state: _Context, drain) -> None:
         """Runs a drain of `state`; a CUPTI failure keeps what was drained before it. A full device

@@ -15,7 +15,6 @@ class Drainer:
         self._drain = drain
         self._period_s = period_s
         self._stopping = threading.Event()
-        self.passes = 0
         self._thread = threading.Thread(target=self._run, name="lepton-pcsampling-drain", daemon=True)
         self._thread.start()
 
@@ -27,7 +26,6 @@ class Drainer:
                 print(f"lepton: warning: instruction samples are no longer drained while the program runs "
                       f"({e}); they are read at finalize", file=sys.stderr)
                 return
-            self.passes += 1
 
     def stop(self) -> None:
         """Ends the thread after its current pass."""
