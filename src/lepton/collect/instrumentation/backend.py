@@ -122,7 +122,6 @@ class InstrumentationBackend(Backend):
         self._queue: list[_Launch] = []
         self._arenas: dict[int, ScratchArena] = {}  # device index -> its scratch arena
         self._bound = 1 << 30  # set from the device's memory at start
-        self._queued = 0  # launches in the queue (len(self._queue), read without the lock)
         self._queue_lock = threading.Lock()
         self._paths: dict[str, KernelPaths] = {}  # kernel name -> how its launches were decoded
         self._paths_lock = threading.Lock()  # a decode may run on a launching thread and at flush
@@ -158,7 +157,7 @@ class InstrumentationBackend(Backend):
                 return torch.empty((size,), dtype=torch.uint8, device=f"cuda:{device}")
 
             arena = self._arenas.setdefault(device, ScratchArena(new_chunk))
-        if self._queued >= QUEUE_LAUNCHES or arena.handed_out + nbytes > self._bound:
+        if len(self._queue) >= QUEUE_LAUNCHES or arena.handed_out + nbytes > self._bound:
             self._decode_queue()
         return arena.take(nbytes)
 
@@ -169,7 +168,6 @@ class InstrumentationBackend(Backend):
                          call_path, time.time_ns())
         with self._queue_lock:
             self._queue.append(launch)
-            self._queued = len(self._queue)
 
     def _do_flush(self) -> None:
         self._decode_queue()
@@ -188,7 +186,7 @@ class InstrumentationBackend(Backend):
 
     def _do_stop(self) -> None:
         with self._queue_lock:
-            self._queue, self._queued = [], 0
+            self._queue = []
             arenas, self._arenas = self._arenas, {}
         for arena in arenas.values():
             arena.release()
@@ -198,7 +196,7 @@ class InstrumentationBackend(Backend):
         kernel's launches to the host in one batch, decodes them together and hands each launch to
         the sessions; then the arenas are free for the next launches."""
         with self._queue_lock:
-            launches, self._queue, self._queued = self._queue, [], 0
+            launches, self._queue = self._queue, []
         if launches:
             devices = {launch.device for launch in launches if hasattr(launch.buffer, "cpu")}  # torch's
             if devices:  # (numpy buffers: the tests', written already)
