@@ -9,7 +9,7 @@ import sys
 
 from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
 from .collect.backend import backend_factory
-from .errors import UsageError
+from .errors import UsageError, UsageTypeError
 from .hooks import nvtx
 from .hooks.hook import Hook, HookManager
 from .registry import REGISTRY
@@ -90,13 +90,31 @@ def _hook_object(hook) -> Hook | None:
     raise UsageError(f"Unsupported hook: {hook!r} (pass 'triton' or a lepton.hooks.hook.Hook)")
 
 
-def start(name: str | None = None, *, context: str | None = "shadow", data: str | None = "tree",
-          backend: str | None = None, mode=None, hook=None) -> int | None:
+def _session_name(name) -> str:
+    """`start`'s name as a string: a str, or a path (`os.PathLike`, e.g. `pathlib.Path`) as its
+    `os.fspath`. Anything else is refused here, at `start`: the write at finalize (or at exit) is
+    too late to say so, and would lose the profile."""
+    text = os.fspath(name) if isinstance(name, os.PathLike) else name
+    if not isinstance(text, str):
+        given = (f"a path whose os.fspath is bytes ({text!r})" if isinstance(name, os.PathLike)
+                 else f"{type(name).__name__} ({name!r})")
+        raise UsageTypeError("start(): a session name must be a string or a path (os.PathLike), "
+                             f"not {given}; pass the output file's name, e.g. 'proton' or 'out/run1'")
+    if "\0" in text:
+        raise UsageError(f"start(): a session name cannot hold a NUL character ({text!r}); "
+                         "pass the output file's name, e.g. 'proton' or 'out/run1'")
+    return text
+
+
+def start(name: str | os.PathLike | None = None, *, context: str | None = "shadow",
+          data: str | None = "tree", backend: str | None = None, mode=None, hook=None) -> int | None:
     """Starts a profiling session writing to `name` (default "proton") and returns its id.
 
-    A `start` on a path that already has a session re-activates that session. Under the `lepton`
-    CLI it joins the CLI's session. With `LEPTON_DISABLE=1` (or `TRITON_PROTON_DISABLE=1`) it does
-    nothing and returns None.
+    `name` is a string or a path (`os.PathLike`); anything else raises `UsageTypeError` (also a
+    TypeError, as in Proton). A `start` on a path that already has a session re-activates that
+    session; one whose file another session already writes (`out` and `out.hatchet`, `./out`) is
+    refused with `UsageError`. Under the `lepton` CLI it joins the CLI's session. With
+    `LEPTON_DISABLE=1` (or `TRITON_PROTON_DISABLE=1`) it does nothing and returns None.
     """
     if _disabled():
         return None
@@ -104,7 +122,7 @@ def start(name: str | None = None, *, context: str | None = "shadow", data: str 
     if pinned is not None:
         activate(pinned)
         return pinned
-    name = DEFAULT_PROFILE_NAME if name is None else name
+    name = DEFAULT_PROFILE_NAME if name is None else _session_name(name)
     if backend is None:
         backend = select_backend(_mode_string(mode))
     else:

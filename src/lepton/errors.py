@@ -14,6 +14,11 @@ class UsageError(LeptonError, ValueError):
     """A wrong argument: an unknown backend, context, data or format name, an unbalanced scope."""
 
 
+class UsageTypeError(UsageError, TypeError):
+    """An argument of the wrong type, e.g. a session name that is neither a string nor a path
+    (Proton raises TypeError for it)."""
+
+
 class SessionNotFound(LeptonError, IndexError):
     """A session id that was never started or is already finalized."""
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
 
 import numpy as np
 
-from . import writers
+from . import exit_signals, writers
 from .collect.backend import Backend, backend_factory, backend_names
 from .collect.timeline import ThreadTimelines
 from .errors import SessionNotFound, UsageError
@@ -24,7 +25,7 @@ from .hot_path import HOT_PATH, HotPath
 from .model.aggregate import kernel_paths
 from .model.profile import Profile
 from .model.records import CycleLaunch, KernelBatch
-from .session import CONTEXTS, DATA_KINDS, Session
+from .session import CONTEXTS, DATA_KINDS, FORMATS, Session
 
 
 class _BackendSink:
@@ -50,6 +51,19 @@ class _BackendSink:
     def wants_intervals(self) -> bool:
         """Whether a session of this backend keeps a trace (every interval of every launch)."""
         return any(s.data_kind == "trace" for s in list(self.registry.sessions.values()) if s.backend is self.backend)
+
+
+def _files_of(path: str, data: str) -> set[str]:
+    """The files a session named `path` may write (one per format of its data), folders resolved
+    from the current folder; none for stdout."""
+    if path in ("", "-"):
+        return set()
+    try:
+        folder, base = os.path.split(os.path.abspath(path))
+        base_path = os.path.join(os.path.realpath(folder), base)
+    except OSError:  # the current folder was removed: names are compared as written
+        base_path = os.path.normpath(path)
+    return {writers.output_path(base_path, fmt) for fmt in FORMATS[data]}
 
 
 def _no_stack_marker(timeline: ThreadTimelines | None, caller_path=None) -> bool:
@@ -161,6 +175,7 @@ class SessionRegistry:
                 if s.path == path:
                     self.activate(s.id)
                     return s.id
+            self._check_files_free(path, data)
             backend = self._backend(backend_name.lower(), mode)
             if not self.sessions:
                 self.hot_path.threads.set_main_thread()
@@ -183,7 +198,22 @@ class SessionRegistry:
             self.refresh()
             # Scopes entered before start(): their kernels land under them too.
             self.hot_path.remark(self.hot_path.threads.thread())
+            exit_signals.install(self._recording)
             return sid
+
+    def _recording(self) -> bool:
+        """Whether this process has a session that a terminating signal would lose."""
+        return bool(self.sessions) and not self.forked_from_owner()
+
+    def _check_files_free(self, path: str, data: str) -> None:
+        """Two sessions never write one file: the second would silently replace the first."""
+        files = _files_of(path, data)
+        for s in self.sessions.values():
+            shared = files & _files_of(s.path, s.data_kind)
+            if shared:
+                raise UsageError(f"start({path!r}): session {s.id} (started as {s.path!r}) already writes "
+                                 f"{min(shared)}; give this session another name, or finalize session "
+                                 f"{s.id} first")
 
     def sessions_for(self, sid: int | None) -> list[Session]:
         return list(self.sessions.values()) if sid is None else [self.session(sid)]
@@ -224,15 +254,27 @@ class SessionRegistry:
             for s in sessions:
                 s.check_format(fmt)
             written = []
+            failed: list[tuple[Session, Exception]] = []
             try:
-                self._flush(sessions, ending=True)
-                for s in sessions:
-                    written += self.write(s, fmt)
+                # A signal in the middle of the write would lose the profile: it waits (Ctrl-C
+                # raises KeyboardInterrupt once the files are written).
+                with exit_signals.deferred():
+                    self._flush(sessions, ending=True)
+                    for s in sessions:
+                        try:
+                            written += self.write(s, fmt)
+                        except Exception as e:  # noqa: BLE001  (the others are still written)
+                            failed.append((s, e))
             finally:
                 for s in sessions:
                     s.set_active(False)
                     del self.sessions[s.id]
                 self._after_removal()
+            if failed:
+                for s, e in failed[1:]:
+                    print(f"lepton: error: could not write the profile of session {s.id} ({s.path}): {e}",
+                          file=sys.stderr)
+                raise failed[0][1]
             return written
 
     def finalize_at_exit(self) -> None:
@@ -240,15 +282,21 @@ class SessionRegistry:
         forgot): profile data is not lost silently. One line on stderr says where each went."""
         if not self.sessions or self.pinned_session() is not None:
             return
-        try:
-            written = self.finalize(None, "")
-        except Exception as e:  # noqa: BLE001  (exit must go on; say why nothing was written)
-            print(f"lepton: error: could not write the profile at exit: {e}", file=sys.stderr)
-            return
-        for path in written:
-            if path != "-":
-                print(f"lepton: finalize() was not called; profile written at exit to {path}",
-                      file=sys.stderr)
+        signum = exit_signals.received[-1] if exit_signals.received else None
+        why = "finalize() was not called" if signum is None else f"{signal.Signals(signum).name} received"
+        # Each session on its own, so that one that fails does not stop the others; a Ctrl-C or
+        # SIGTERM meanwhile waits for the writes (the process is ending anyway).
+        with exit_signals.deferred(deliver=False):
+            for s in list(self.sessions.values()):
+                try:
+                    written = self.finalize(s.id, "")
+                except Exception as e:  # noqa: BLE001  (exit must go on; say why nothing was written)
+                    print(f"lepton: error: could not write the profile of session {s.id} ({s.path}) "
+                          f"at exit: {e}", file=sys.stderr)
+                    continue
+                for path in written:
+                    if path != "-":
+                        print(f"lepton: {why}; profile written at exit to {path}", file=sys.stderr)
 
     def discard(self, sid: int) -> None:
         """Ends a session without writing it (a start that failed half-way)."""
@@ -267,6 +315,7 @@ class SessionRegistry:
                 del self.backends[name]
         if not self.sessions:
             self.hot_path.reset()
+            exit_signals.uninstall()
         self.refresh()
 
     # -- output -----------------------------------------------------------------------------------

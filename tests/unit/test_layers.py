@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "lepton"
 # Lowest first. A top-level module or package imports only from layers below its own.
 LAYERS = [
-    {"errors", "units", "mode"},  # no Lepton imports of their own: usable from any layer
+    {"errors", "units", "mode", "exit_signals"},  # no Lepton imports of their own: usable from any layer
     {"model"},  # pure data and pure functions
     {"collect", "writers", "viewer"},  # backends; model -> files; files -> terminal
     {"hot_path", "session"},  # what runs on every scope and launch; one session's data

@@ -17,14 +17,13 @@ import re
 import runpy
 import signal
 import sys
-import threading
 import traceback
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import __version__, api, writers
+from .. import __version__, api, exit_signals, writers
 from ..collect.backend import backend_names
 from ..errors import LeptonError, UsageError
 from ..model.profile import RunCommand
@@ -275,7 +274,7 @@ def run(opts: Options) -> int:
     if code == EXIT_OK and write_failed:
         code = EXIT_ERROR
     if code == EXIT_OK and received:
-        code = EXIT_SIGINT if signal.SIGINT in received else 128 + received[0]
+        code = EXIT_SIGINT if signal.SIGINT in received else exit_signals.exit_status(received[0])
     if opts.print_metrics is not None and files:
         printed = _print_trees(opts.print_metrics, files)
         code = code or printed
@@ -373,26 +372,24 @@ class RunSignals:
     SIGTERM to every rank when one fails, which may be while the others are writing. Handlers are
     swapped rather than signals masked because a mask is per thread and the target's threads, or
     the backend's, would still take the signal. A signal the launcher set to be ignored stays
-    ignored; off the main thread (where `signal.signal` cannot be called) nothing changes."""
+    ignored; off the main thread (where `signal.signal` cannot be called) nothing changes. Meanwhile
+    the handlers a session installs in plain Python (`lepton.exit_signals`) stand aside."""
 
-    _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    _SIGNALS = (signal.SIGINT, *exit_signals.TERMINATING)
 
     def __init__(self) -> None:
         self.received: list[int] = []
         self._saved: dict[int, object] = {}
 
     def __enter__(self) -> RunSignals:  # noqa: PYI034  (typing.Self needs 3.11; we support 3.10)
-        if threading.current_thread() is threading.main_thread():
+        exit_signals.hold()
+        if exit_signals.on_main_thread():
             self._saved = {s: signal.getsignal(s) for s in self._SIGNALS
                            if signal.getsignal(s) is not signal.SIG_IGN}
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        for sig in exit_signals.TERMINATING:
             if sig in self._saved:
-                signal.signal(sig, self._terminate)
+                signal.signal(sig, exit_signals.terminate)
         return self
-
-    @staticmethod
-    def _terminate(signum, frame):
-        raise SystemExit(128 + signum)
 
     def _record(self, signum, frame) -> None:
         self.received.append(signum)
@@ -404,6 +401,7 @@ class RunSignals:
     def __exit__(self, *exc) -> None:
         for sig, handler in self._saved.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        exit_signals.release()
 
 
 def _exit_code(code) -> int:

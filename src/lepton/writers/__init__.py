@@ -3,10 +3,12 @@ format and writes, so that no reader ever sees half a profile and no profile is 
 
 A profile goes to the path asked for; if that fails (a folder that cannot be created or written, a
 full disk), to the same file name in the current folder, then in the temporary folder, with one line
-on stderr saying where it went and why. Only when every place fails is `WriteError` raised.
+on stderr saying where it went and why; a fallback never replaces a file there (`name.1.hatchet`, ...
+where `name.hatchet` exists). Only when every place fails is `WriteError` raised.
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -28,6 +30,55 @@ def write_atomic(path: str, payload: bytes) -> None:
     then the folder fsync'd. On any failure the temporary file is removed and the error raised."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
+    tmp = _temporary(folder, payload)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+    _fsync_folder(folder)
+
+
+def write_new(folder: str, name: str, payload: bytes) -> str:
+    """Writes `payload` as `write_atomic` does, to a file of `folder` that did not exist: `name`, or
+    the first of `stem.1.ext`, `stem.2.ext`, ... that is free; returns its path. Never replaces a
+    file: the name is taken with a hard link, which fails where the name exists."""
+    os.makedirs(folder, exist_ok=True)
+    tmp = _temporary(folder, payload)
+    try:
+        stem, ext = os.path.splitext(name)
+        for n in range(_FRESH_NAMES):
+            path = os.path.join(folder, name if n == 0 else f"{stem}.{n}{ext}")
+            if _take_name(tmp, path):
+                break
+        else:
+            raise FileExistsError(errno.EEXIST, f"{name} and {_FRESH_NAMES - 1} numbered names exist")
+    finally:
+        _remove(tmp)
+    _fsync_folder(folder)
+    return path
+
+
+_FRESH_NAMES = 1000
+
+
+def _take_name(tmp: str, path: str) -> bool:
+    """Gives the file `tmp` the name `path` too, unless `path` exists (False)."""
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links on this file system: the name is taken if it is free now
+        if os.path.lexists(path):
+            return False
+        os.replace(tmp, path)
+        return True
+
+
+def _temporary(folder: str, payload: bytes) -> str:
+    """A new temporary file in `folder` holding `payload`, fsync'd, with the mode the umask gives
+    new files; removed if any step fails."""
     fd, tmp = tempfile.mkstemp(prefix=".lepton-", suffix=".tmp", dir=folder)  # mode 0600
     try:
         try:
@@ -36,14 +87,17 @@ def write_atomic(path: str, payload: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass  # the error that matters is the one being raised
+        _remove(tmp)
         raise
-    _fsync_folder(folder)
+    return tmp
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass  # gone already, or the error that matters is the one being raised
 
 
 def _write_all(fd: int, payload: bytes) -> None:
@@ -97,7 +151,7 @@ def write_with_fallback(path: str, payload: bytes) -> str:
             continue
         tried.add(candidate)
         try:
-            write_atomic(candidate, payload)
+            candidate = write_new(folder, os.path.basename(path), payload)
         except OSError as e:
             failures.append((candidate, e))
             continue
