@@ -22,14 +22,17 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+# The synthetic CUPTI buffers are a test twin: they live in tests/twins/, out of the package.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from twins import cupti_activity as synthetic
 
 import lepton
-from lepton.collect import timeline
-from lepton.collect.cupti import synthetic
-from lepton.collect.cupti.backend import BUFFER_BYTES  # what the backend hands CUPTI
-from lepton.collect.cupti.clock import ClockMap
-from lepton.collect.cupti.collector import Collector
+from lepton.backends.cupti.backend import BUFFER_BYTES  # what the backend hands CUPTI
+from lepton.backends.cupti.clock import ClockMap
+from lepton.backends.cupti.collector import Collector
 from lepton.collect.fake import FakeBackend
+from lepton.model import timeline
 
 KERNEL_NAMES = ["add_kernel", "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE",
                 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_"]

@@ -35,7 +35,7 @@ def no_leaked_sessions(tmp_path, monkeypatch):
     """Runs each test in its own folder and fails a test that leaves a session open."""
     monkeypatch.chdir(tmp_path)
     yield
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     leaked = sorted(REGISTRY.sessions)
     if leaked:

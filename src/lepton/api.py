@@ -7,12 +7,12 @@ import importlib
 import os
 import sys
 
+from .backends.base import backend_factory
 from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
-from .collect.backend import backend_factory
 from .errors import UsageError
 from .hooks import nvtx
 from .hooks.hook import Hook, HookManager
-from .registry import REGISTRY
+from .runtime.registry import REGISTRY
 
 DEFAULT_PROFILE_NAME = "proton"
 _PLANNED_BACKENDS = ("roctracer", "rocprofiler")
@@ -35,9 +35,9 @@ def _disabled() -> bool:
 def _load_backend_module(name: str) -> None:
     """Imports the module that registers backend `name`, if it has one."""
     if name == "cupti" and backend_factory("cupti") is None:
-        importlib.import_module("lepton.collect.cupti")
+        importlib.import_module("lepton.backends.cupti")
     if name == "instrumentation" and backend_factory("instrumentation") is None:
-        importlib.import_module("lepton.collect.instrumentation.backend")
+        importlib.import_module("lepton.backends.instrumentation.backend")
 
 
 # Modes that only a GPU backend has: without a usable GPU they are refused, not recorded as CPU scopes.
@@ -48,7 +48,7 @@ def select_backend(mode_text: str = "") -> str:
     """The backend for `backend=None`: CUPTI where an NVIDIA GPU is usable, else CPU scopes only
     (with one warning line saying what was looked for); a GPU-only mode without a GPU is refused."""
     try:
-        cupti = importlib.import_module("lepton.collect.cupti")
+        cupti = importlib.import_module("lepton.backends.cupti")
         usable, looked_for = cupti.probe()
     except ImportError as e:
         usable, looked_for = False, f"the CUPTI backend could not be imported ({e})"
@@ -71,7 +71,7 @@ def _mode_string(mode) -> str:
 def _instrumentation_hook(mode):
     """The hook of an instrumentation session (Proton registers one with each such session)."""
     try:
-        from .hooks.instrumentation import InstrumentationHook
+        from .backends.instrumentation.hook import InstrumentationHook
 
         return InstrumentationHook(mode)
     except ValueError as e:

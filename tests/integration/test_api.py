@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import lepton as proton
-from lepton.registry import REGISTRY
+from lepton.runtime.registry import REGISTRY
 
 
 def load(path):

@@ -305,7 +305,7 @@ def test_calls_inside_the_script_join_the_cli_session_instead_of_starting_or_end
     write(tmp_path / "api.py", """\
 import lepton
 from lepton.collect.fake import FakeBackend
-from lepton.registry import REGISTRY
+from lepton.runtime.registry import REGISTRY
 fake = FakeBackend.instances[-1]
 cli_sid = REGISTRY.pinned_session()
 assert lepton.start("mine", backend="fake", data="trace") == cli_sid  # joins: no second session

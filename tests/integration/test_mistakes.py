@@ -13,7 +13,7 @@ import pytest
 
 import lepton as proton
 from lepton.errors import UsageError
-from lepton.registry import REGISTRY
+from lepton.runtime.registry import REGISTRY
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -133,7 +133,7 @@ def test_a_forked_child_drops_the_parents_sessions_quietly(tmp_path):
 
 
 def test_instruction_sampling_without_a_gpu_says_a_gpu_is_needed_and_starts_nothing(monkeypatch, tmp_path, capsys):
-    from lepton.collect import cupti
+    from lepton.backends import cupti
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cupti, "probe", lambda: (False, "no libcuda.so.1 (NVIDIA driver)"))

@@ -10,16 +10,17 @@ import time
 import numpy as np
 import pytest
 from triton_standin import LazyDict, call_exit_hook
+from twins import cupti_activity as synthetic
 
 import lepton as proton
-from lepton.collect import backend as backend_registry
-from lepton.collect.cupti import backend as cupti_backend
-from lepton.collect.cupti import layout, synthetic
-from lepton.collect.cupti.bindings import CuptiBusyError
-from lepton.collect.timeline import ThreadTimelines
-from lepton.hot_path import HOT_PATH
+from lepton.backends import base as backend_registry
+from lepton.backends.cupti import backend as cupti_backend
+from lepton.backends.cupti import layout
+from lepton.backends.cupti.bindings import CuptiBusyError
 from lepton.model.records import DeviceInfo
-from lepton.registry import REGISTRY
+from lepton.model.timeline import ThreadTimelines
+from lepton.runtime.hot_path import HOT_PATH
+from lepton.runtime.registry import REGISTRY
 
 NAMES = {0x7F00_0000_1000: b"add_kernel\0", 0x7F00_0000_2000: b"_ZN2at6native18elementwise_kernel\0"}
 H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=2_619_000,

@@ -48,7 +48,7 @@ def test_start_says_in_one_line_what_is_wrong_and_leaves_no_session(monkeypatch)
 
     import lepton as proton
     from lepton.errors import UsageError
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     with pytest.raises(UsageError, match="backend='instrumentation': Unknown instrumentation mode: 'bogus'"):
         proton.start("p", backend="instrumentation", mode="bogus")

@@ -13,15 +13,15 @@ import time
 
 import pytest
 from test_cupti_backend import FakeCupti, FakeDriver
+from twins import pc_samples as syn
 
 import lepton as proton
-from lepton.collect import backend as backend_registry
-from lepton.collect.cupti import backend as cupti_backend
-from lepton.collect.cupti import pc_sampling
-from lepton.collect.cupti import pcs_layout as L
-from lepton.collect.cupti import pcs_synthetic as syn
-from lepton.collect.cupti.bindings import CuptiError
-from lepton.collect.cupti.pc_sampling import PCSamplingBackend
+from lepton.backends import base as backend_registry
+from lepton.backends.cupti import backend as cupti_backend
+from lepton.backends.cupti.bindings import CuptiError
+from lepton.backends.cupti.pcsampling import backend as pc_sampling
+from lepton.backends.cupti.pcsampling import layout as L
+from lepton.backends.cupti.pcsampling.backend import PCSamplingBackend
 
 ADD = 0x7F00_0000_1000  # FakeCupti's kernel named "add_kernel"
 CTX, CRC = 0x5000, 0xC0FFEE
@@ -238,7 +238,7 @@ def test_samples_cupti_hands_over_only_when_disabled_still_reach_the_flushed_pro
 def test_a_flush_mid_run_hands_over_every_sample_and_sampling_goes_on(sampled):
     """Proton's `flush` between two phases: the samples CUPTI still decodes reach the first
     phase's kernels, and the context samples again after it."""
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     sid = proton.start("prof", backend="cupti", mode="pcsampling")
     api, cupti = sampled["pcs"], sampled["cupti"]

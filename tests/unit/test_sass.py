@@ -17,8 +17,8 @@ import pytest
 from test_cubin import elf64
 
 import lepton as proton
-from lepton.collect.cupti import sass
-from lepton.collect.cupti.pc_sampling import PCSamplingBackend
+from lepton.backends.cupti.pcsampling import sass
+from lepton.backends.cupti.pcsampling.backend import PCSamplingBackend
 from lepton.collect.fake import FakeBackend
 from lepton.model.records import DeviceInfo
 from lepton.viewer import nvdisasm

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .. import __version__, api, writers
-from ..collect.backend import backend_names
+from ..backends.base import backend_names
 from ..errors import LeptonError, UsageError
 from ..model.profile import RunCommand
-from ..registry import REGISTRY
-from ..session import CONTEXTS, DATA_KINDS
+from ..runtime.registry import REGISTRY
+from ..runtime.session import CONTEXTS, DATA_KINDS
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # an uncaught exception, as python

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..backends.base import Backend, register_backend
 from ..model.records import DeviceInfo, KernelBatch
-from .backend import Backend, register_backend
 
 # The H200 of the proton-3.6 fixtures, so fake profiles have the same device block.
 H200 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=3_201_000,

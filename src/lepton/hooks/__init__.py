@@ -4,8 +4,8 @@
 `proton.hooks.InstrumentationHook`), the properties of compiled Triton kernels (`kernel_props`) and
 NVTX ranges as scopes (`nvtx`). They sit above the session registry and the hot path: they turn
 other libraries' events into scopes and ops. Importing them imports neither Triton nor torch."""
+from ..backends.instrumentation.hook import InstrumentationHook
 from .hook import Hook, HookManager
-from .instrumentation import InstrumentationHook
 from .launch import LaunchHook
 
 __all__ = ["Hook", "HookManager", "InstrumentationHook", "LaunchHook"]

@@ -31,12 +31,12 @@ import threading
 import time
 from typing import Any
 
-from .collect.python_stacks import enter_python_scope, exit_python_scope, python_path
-from .collect.timeline import ThreadTimelines
-from .errors import UsageError
-from .model.metrics import check_metrics
-from .model.paths import INTERNAL, ROOT, PathTable
-from .model.trace import ScopeEvent
+from ..errors import UsageError
+from ..model.metrics import check_metrics
+from ..model.paths import INTERNAL, ROOT, PathTable
+from ..model.timeline import ThreadTimelines
+from ..model.trace import ScopeEvent
+from .python_stacks import enter_python_scope, exit_python_scope, python_path
 
 
 def append_mark(marks: list[int], now: int, path: int) -> None:

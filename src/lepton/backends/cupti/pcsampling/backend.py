@@ -30,15 +30,15 @@ from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
 
-from ...errors import BackendError, UsageError
-from . import layout
-from . import pcs_layout as L
+from ....errors import BackendError, UsageError
+from .. import layout
+from ..backend import CuptiBackend
+from ..bindings import Cupti, CuptiError
+from . import layout as L
 from . import sass as sass_extras
-from .backend import CuptiBackend
-from .bindings import Cupti, CuptiError
-from .pcs_attribute import SampleAttributor
-from .pcs_decode import SampleBuffers, StallTable, by_line
-from .pcs_drain import Drainer
+from .attribute import SampleAttributor
+from .decode import SampleBuffers, StallTable, by_line
+from .drain import Drainer
 
 SASS_KERNELS = 10  # kernels whose hottest instructions a profile keeps, the most sampled first
 PCS_PER_GET = 4096  # PCs per cuptiPCSamplingGetData: 4096 x (64 B + ~40 reasons x 8 B) ≈ 1.5 MiB

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from ..errors import UsageError
 from ..model.records import DeviceInfo, KernelSink
-from .timeline import ThreadTimelines
+from ..model.timeline import ThreadTimelines
 
 
 class Backend:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import threading
 
-from ..collect.instrumentation.arena import ALIGNMENT
-from ..collect.instrumentation.sizing import auto_buffer_size
-from ..errors import UsageError
-from ..mode import Granularity, InstrumentationMode, Optimize, SamplingStrategy
+from ...errors import UsageError
+from ...mode import Granularity, InstrumentationMode, Optimize, SamplingStrategy
+from .arena import ALIGNMENT
+from .sizing import auto_buffer_size
 
 _KERNEL_NAME = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)")
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from ...errors import UsageError
 from ...model.records import DeviceInfo
-from ..backend import Backend
-from ..timeline import ThreadTimelines
+from ...model.timeline import ThreadTimelines
+from ..base import Backend
 from . import layout
 from .bindings import BufferCompletedFunc, BufferRequestedFunc, CallbackFunc, Cupti, CuptiBusyError
 from .clock import calibrate

@@ -26,16 +26,16 @@ import json
 import threading
 from typing import Any, ClassVar
 
-from ..collect.instrumentation.arena import ALIGNMENT
-from ..collect.instrumentation.backend import InstrumentedKernel
-from ..collect.instrumentation.host_buffer import host_buffer, recorded_units
-from ..collect.instrumentation.sizing import buffer_choice
-from ..errors import UsageError
-from ..hot_path import HOT_PATH
-from ..mode import SamplingStrategy, instrumentation_mode
-from ..registry import REGISTRY
-from .hook import Hook
-from .proton_passes import ProtonPasses, sizes_buffers
+from ...errors import UsageError
+from ...hooks.hook import Hook
+from ...mode import SamplingStrategy, instrumentation_mode
+from ...runtime.hot_path import HOT_PATH
+from ...runtime.registry import REGISTRY
+from .arena import ALIGNMENT
+from .backend import InstrumentedKernel
+from .host_buffer import host_buffer, recorded_units
+from .passes import ProtonPasses, sizes_buffers
+from .sizing import buffer_choice
 
 
 class InstrumentationHook(Hook):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from ..backend import register_backend
+from ..base import register_backend
 from .backend import CuptiBackend
 from .library import find_cupti, find_libcuda, nvidia_device_present
-from .pc_sampling import PCSamplingBackend, make_cupti_backend
+from .pcsampling.backend import PCSamplingBackend, make_cupti_backend
 
 __all__ = ["CuptiBackend", "PCSamplingBackend", "probe"]
 
