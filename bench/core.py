@@ -26,10 +26,18 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+# The fake backend (and the synthetic CUPTI buffers) are test twins: they live in tests/twins/, out
+# of the package, and the fake is named to Lepton through the environment.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from twins import FAKE_BACKEND
+from twins.fake_backend import FakeBackend
 
 import lepton
-from lepton.collect.fake import FakeBackend
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
 from lepton.model.records import KernelBatch
+
+os.environ[EXTRA_BACKENDS_VARIABLE] = FAKE_BACKEND  # backend="fake"
 
 
 def scope_us(pairs: int = 100_000, rounds: int = 20) -> float:

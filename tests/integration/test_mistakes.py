@@ -147,6 +147,20 @@ def test_instruction_sampling_without_a_gpu_says_a_gpu_is_needed_and_starts_noth
     assert os.path.exists("p.hatchet")
 
 
+
+NO_GPU = r"none is usable here \(no libcuda.so.1 \(NVIDIA driver\)\); run it on a machine with one"
+
+
+@pytest.mark.parametrize(("backend", "mode"), [("cupti", None), ("cupti", "pcsampling"), ("instrumentation", None)])
+def test_a_gpu_backend_named_without_a_gpu_says_a_gpu_is_needed_and_starts_nothing(backend, mode, monkeypatch):
+    from lepton.backends import cupti
+
+    monkeypatch.setattr(cupti, "gpu_probe", lambda: (False, "no libcuda.so.1 (NVIDIA driver)"))
+    with pytest.raises(UsageError, match=f"^backend='{backend}' needs an NVIDIA GPU, and {NO_GPU}"):
+        proton.start("p", backend=backend, mode=mode)
+    assert not REGISTRY.sessions and not REGISTRY.backends
+
+
 def test_a_finalize_whose_flush_raises_still_ends_the_session(fake, monkeypatch):
     """A backend that fails to deliver at finalize (e.g. a buffer it cannot decode) raises there,
     and the next session starts clean instead of joining the broken one."""

@@ -13,7 +13,7 @@ from triton_standin import LazyDict, call_exit_hook
 from twins import cupti_activity as synthetic
 
 import lepton as proton
-from lepton.backends import base as backend_registry
+from lepton.backends import cupti as cupti_package
 from lepton.backends.cupti import backend as cupti_backend
 from lepton.backends.cupti import layout
 from lepton.backends.cupti.bindings import CuptiBusyError
@@ -215,8 +215,8 @@ class FakeDriver:
 
 
 @pytest.fixture
-def fake_cupti(monkeypatch):
-    """Registers backend "cupti" as a CuptiBackend over FakeCupti/FakeDriver; returns the fakes."""
+def fake_cupti(monkeypatch, scripted_gpu):
+    """Makes backend "cupti" a CuptiBackend over FakeCupti/FakeDriver; returns the fakes."""
     made = {}
 
     def factory(mode, busy=False, initialized=True):
@@ -226,7 +226,7 @@ def fake_cupti(monkeypatch):
         made["backend"] = cupti_backend.CuptiBackend(mode, cupti=made["cupti"], driver=made["driver"])
         return made["backend"]
 
-    monkeypatch.setitem(backend_registry._REGISTRY, "cupti", factory)
+    monkeypatch.setattr(cupti_package, "make_cupti_backend", factory)  # what the backend table names
     monkeypatch.setattr(cupti_backend, "GRAPH_NODES", cupti_backend.GraphNodePaths())
     return made
 

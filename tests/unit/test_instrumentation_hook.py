@@ -26,7 +26,7 @@ TREE_WARP = [(S, 0, 10), (S, 1, 20), (S, 2, 30), (E, 2, 50), (S, 3, 60), (E, 3, 
 
 
 @pytest.fixture
-def triton(monkeypatch, chained_knobs):
+def triton(monkeypatch, chained_knobs, scripted_gpu):
     """Triton 3.6's hook chains and what the instrumentation hook installs itself in; the
     backend's device work done on numpy (no torch here)."""
     install_instrumentation(monkeypatch, chained_knobs)

@@ -43,7 +43,7 @@ def test_a_bad_mode_says_what_is_wrong(mode, message):
         instrumentation_mode(mode)
 
 
-def test_start_says_in_one_line_what_is_wrong_and_leaves_no_session(monkeypatch):
+def test_start_says_in_one_line_what_is_wrong_and_leaves_no_session(monkeypatch, scripted_gpu):
     import sys
 
     import lepton as proton

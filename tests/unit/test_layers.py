@@ -17,7 +17,7 @@ LAYERS = [
     {"errors", "units", "mode", "hooks.hook"},
     {"model"},  # pure data and pure functions, the runtime <-> backend time lines among them
     {"backends", "writers", "viewer"},  # collect kernels; model -> files; files -> terminal
-    {"runtime", "collect"},  # the engine: hot path, sessions, registry, Python stacks (collect: the fake backend, until it moves out of the package)
+    {"runtime"},  # the engine: hot path, sessions, registry, Python stacks
     {"scopes", "states", "context", "data", "language"},  # the public API built on the runtime
     # the instrumentation backend's hook: it lives with its backend but, like the launch hook, drives
     # the runtime (Triton's callbacks -> scratch buffers and queued launches)

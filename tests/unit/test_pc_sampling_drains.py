@@ -16,7 +16,7 @@ from test_cupti_backend import FakeCupti, FakeDriver
 from twins import pc_samples as syn
 
 import lepton as proton
-from lepton.backends import base as backend_registry
+from lepton.backends import cupti as cupti_package
 from lepton.backends.cupti import backend as cupti_backend
 from lepton.backends.cupti.bindings import CuptiError
 from lepton.backends.cupti.pcsampling import backend as pc_sampling
@@ -99,7 +99,7 @@ class _Backend(PCSamplingBackend):
 
 
 @pytest.fixture
-def sampled(monkeypatch, tmp_path):
+def sampled(monkeypatch, tmp_path, scripted_gpu):
     """Backend "cupti" as a pcsampling backend over the scripted libraries; the drain thread is
     parked (the tests drain by hand, as it would)."""
     monkeypatch.setattr(pc_sampling, "DRAIN_PERIOD_S", 3600)
@@ -115,7 +115,7 @@ def sampled(monkeypatch, tmp_path):
         made["pcs"].backend = made["backend"] = backend
         return backend
 
-    monkeypatch.setitem(backend_registry._REGISTRY, "cupti", factory)
+    monkeypatch.setattr(cupti_package, "make_cupti_backend", factory)  # what the backend table names
     return made
 
 

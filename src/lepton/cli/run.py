@@ -74,16 +74,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _backend_choices() -> list[str]:
-    # "cupti" registers itself when `lepton.collect.cupti` is imported, which `start` does lazily.
-    return sorted(set(backend_names()) | {"cupti"})
-
-
 # (flags, argparse keywords). Every option takes a value, which the target splitter relies on.
 _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("-n", "--name"), {"metavar": "NAME", "help": "output path without extension (default: proton, "
                                                    "relative to the current directory)"}),
-    (("-b", "--backend"), {"type": str.lower, "choices": _backend_choices(),
+    (("-b", "--backend"), {"type": str.lower, "choices": backend_names(),
                            "help": "profiler backend (default: cupti where a GPU is usable)"}),
     (("-c", "--context"), {"type": str.lower, "choices": CONTEXTS, "default": "shadow",
                            "help": "context source (default: shadow)"}),

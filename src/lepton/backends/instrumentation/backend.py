@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import UsageError
 from ...model.records import CycleLaunch
-from ..base import Backend, register_backend
+from ..base import Backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
 from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up, widened_row_bytes
@@ -274,5 +274,3 @@ class InstrumentationBackend(Backend):
 
             print(f"lepton: warning: {message}", file=sys.stderr)
 
-
-register_backend("instrumentation", InstrumentationBackend)
