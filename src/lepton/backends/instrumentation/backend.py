@@ -24,9 +24,9 @@ from ...model.records import CycleLaunch
 from ..base import Backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
+from .layout import BUF_SIZE_BYTE, HEADER_BYTES
 from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up, widened_row_bytes
 
-HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
 # Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
 # temporaries take about four times that. 256 MiB made the sums alone peak past 1 GiB (docs/design.md);
 # at 64 MiB a piece is ~70 launches of a 4096-block kernel, whose fixed cost (kernel launches and
@@ -63,7 +63,7 @@ def host_copy(ops: type[ArrayOps], buffers: list, scratch_size: int,
     if not total:
         return np.zeros(0, np.uint8), scratch_size, ctas
     header = ops.host(ops.concat([s[:, :head] for s in slots]))
-    buf_size = header[:, 12:16].copy().view(np.uint32)[:, 0]
+    buf_size = header[:, BUF_SIZE_BYTE:BUF_SIZE_BYTE + 4].copy().view(np.uint32)[:, 0]
     counts = header[:, HEADER_BYTES:head].copy().view(np.uint32)
     segment = int(buf_size[0]) // num_units
     need = (4 * int(counts.max(initial=0)) + 7) // 8 * 8
@@ -74,7 +74,7 @@ def host_copy(ops: type[ArrayOps], buffers: list, scratch_size: int,
     compact = np.empty((total, head + num_units * need), np.uint8)
     compact[:, :head] = header
     compact[:, head:] = data.reshape(total, num_units * need)
-    compact[:, 12:16].view(np.uint32)[:, 0] = num_units * need  # the slot's buffer size, as cut
+    compact[:, BUF_SIZE_BYTE:BUF_SIZE_BYTE + 4].view(np.uint32)[:, 0] = num_units * need  # as cut
     return compact.reshape(-1), head + num_units * need, ctas
 
 
