@@ -651,7 +651,7 @@ def test_launch_callbacks_at_one_address_read_each_calls_data(fake_cupti):
 
 def test_python_context_launches_inside_scopes_land_under_their_whole_stack(fake_cupti):
     """A walk made inside a scope stops at the frame that entered it and takes the frames outside
-    it from the scope (`collect.python_stacks`): the kernel's path is still the whole stack."""
+    it from the scope (`runtime.python_stacks`): the kernel's path is still the whole stack."""
     proton.start("pyscoped", context="python", backend="cupti")
     cupti = fake_cupti["cupti"]
 

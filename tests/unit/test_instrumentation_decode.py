@@ -1,4 +1,4 @@
-"""collect.instrumentation.decode: synthetic buffers in the device's layout, and two real buffers
+"""backends.instrumentation.decode: synthetic buffers in the device's layout, and two real buffers
 from an H100 (tests/data/instrumentation, Triton 3.6's passes, 4 warps a CTA)."""
 from __future__ import annotations
 

@@ -189,7 +189,7 @@ _C_CALLBACK = CallbackFunc(_resource_callback)
 
 def _current_path_of(sink) -> Callable[[], int]:
     """The calling thread's current path id, from the sink (the runtime): its `current_path` if it
-    has one, else its runtime's shadow stacks. Duck-typed: `collect` may not import the runtime."""
+    has one, else its runtime's shadow stacks. Duck-typed: `backends` may not import the runtime."""
     fn = getattr(sink, "current_path", None)
     if fn is None:
         shadow = getattr(getattr(sink, "runtime", None), "shadow", None)

@@ -1,7 +1,7 @@
 """`backend="instrumentation"`: scopes inside kernels, recorded by Triton's own compiler passes.
 
 The compiler side (the proton dialect's record ops and the passes that lower them) is in libtriton;
-`hooks.instrumentation` installs it. Every launch of an instrumented kernel gets a scratch buffer of
+`hook` installs it. Every launch of an instrumented kernel gets a scratch buffer of
 its own, cut from this backend's arena (`arena`); the backend queues those launches, each with its
 buffer, kernel and call path, and decodes them in batches, one per kernel: at flush, or once
 `QUEUE_LAUNCHES` launches are queued or their buffers pass a bound (`queue_bound`). Nothing

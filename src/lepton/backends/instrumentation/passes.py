@@ -1,7 +1,7 @@
 """The compiler side of `backend="instrumentation"`: Triton's own proton passes, added to the NVIDIA
 backend's pipeline in Proton's order (`compiler.instrumentation`), with two things Proton lacks:
 - each kernel's profile buffer sized to what its warps can write, where that is bounded
-  (`collect.instrumentation.sizing`), unless the mode names a buffer size;
+  (`sizing`), unless the mode names a buffer size;
 - a failure of the passes on a kernel is one line naming the kernel, the mode and what to change,
   instead of MLIR's bare `PassManager::run failed`.
 Both come from wrapping the `llir` stage (Triton's `add_stages_inspection_hook`), which sees each

@@ -5,12 +5,12 @@ What it does differently from Proton 3.6, and why it is cheap:
   `cuCtxSynchronize` and no start/stop per launch, kernels stay concurrent (CONCURRENT_KERNEL
   records, as in the default mode);
 - CUPTI's buffers are drained (`cuptiPCSamplingGetData`) while the program runs, by a background
-  thread every `DRAIN_PERIOD_S` (`pcs_drain`), so they never fill however long the run; also at each
-  flush and at module unload; the drains are decoded with numpy (`pcs_decode`);
+  thread every `DRAIN_PERIOD_S` (`drain`), so they never fill however long the run; also at each
+  flush and at module unload; the drains are decoded with numpy (`decode`);
 - a CUPTI failure in a drain never loses the profile: the kernel times and the samples drained
   before it are kept, and one line says what failed and what was dropped;
 - samples are attributed to call paths when the kernel records of their launches are delivered
-  (`pcs_attribute`), since `correlationId` is 0 in continuous mode;
+  (`attribute`), since `correlationId` is 0 in continuous mode;
 - cubins are kept by CRC from every module loaded while sampling and from Triton's compiled kernels
   (also those compiled before `start`), so source lines resolve for every Triton kernel Lepton has
   seen (`cuptiGetSassToSourceCorrelation`, cached per function and PC offset).
