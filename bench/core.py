@@ -26,10 +26,18 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+# The fake backend (and the synthetic CUPTI buffers) are test twins: they live in tests/twins/, out
+# of the package, and the fake is named to Lepton through the environment.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from twins import FAKE_BACKEND
+from twins.fake_backend import FakeBackend
 
 import lepton
-from lepton.collect.fake import FakeBackend
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
 from lepton.model.records import KernelBatch
+
+os.environ[EXTRA_BACKENDS_VARIABLE] = FAKE_BACKEND  # backend="fake"
 
 
 def scope_us(pairs: int = 100_000, rounds: int = 20) -> float:
@@ -87,7 +95,7 @@ def aggregate_1m_s(kernels: int = 1_000_000, paths: int = 1_000, batch: int = 65
 def decode_launch_ms(launches: int = 50) -> float:
     import struct
 
-    from lepton.collect.instrumentation.decode import decode_launch
+    from lepton.backends.instrumentation.decode import decode_launch
 
     header = struct.pack("<IIIIQQQ", 0xDEADBEEF, 0, 0, 64, 1_000, 2_000, 2_100) + struct.pack("<4I", 4, 4, 4, 4)
     entries = b"".join(struct.pack("<IIII", 0, 10 + w, 1 << 31, 50 + w) for w in range(4))
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"aggregate_1m_s={aggregate_1m_s(a.kernels):.3f}", flush=True)
     print(f"decode_launch_ms={decode_launch_ms():.3f}", flush=True)
     try:
-        from lepton.collect.cupti import parser  # noqa: F401
+        from lepton.backends.cupti import parser  # noqa: F401
     except ImportError:  # a build without the CUPTI backend
         return
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -22,14 +22,22 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+# The fake backend (and the synthetic CUPTI buffers) are test twins: they live in tests/twins/, out
+# of the package, and the fake is named to Lepton through the environment.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from twins import FAKE_BACKEND
+from twins import cupti_activity as synthetic
+from twins.fake_backend import FakeBackend
 
 import lepton
-from lepton.collect import timeline
-from lepton.collect.cupti import synthetic
-from lepton.collect.cupti.backend import BUFFER_BYTES  # what the backend hands CUPTI
-from lepton.collect.cupti.clock import ClockMap
-from lepton.collect.cupti.collector import Collector
-from lepton.collect.fake import FakeBackend
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
+from lepton.backends.cupti.backend import BUFFER_BYTES  # what the backend hands CUPTI
+from lepton.backends.cupti.clock import ClockMap
+from lepton.backends.cupti.collector import Collector
+from lepton.model import timeline
+
+os.environ[EXTRA_BACKENDS_VARIABLE] = FAKE_BACKEND  # backend="fake"
 
 KERNEL_NAMES = ["add_kernel", "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEE",
                 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_"]

@@ -111,7 +111,7 @@ def _place_scratch(variant: str) -> None:
 
         _allocation.set_profile_allocator(from_chunk)
     elif variant == "lepton_torch":
-        from lepton.registry import REGISTRY
+        from lepton.runtime.registry import REGISTRY
 
         REGISTRY.backends["instrumentation"].scratch = \
             lambda n: torch.empty((-(-n // 128) * 128,), dtype=torch.uint8, device="cuda")
@@ -144,8 +144,8 @@ def run_variant(variant: str, out: Path) -> bool:
 
 def decoded(out: Path, variant: str) -> dict:
     """{launch label: LaunchEvents} of a variant's raw buffers, decoded by Lepton."""
-    from lepton.collect.instrumentation.decode import decode_launch
-    from lepton.collect.instrumentation.host_buffer import read_host_buffer
+    from lepton.backends.instrumentation.decode import decode_launch
+    from lepton.backends.instrumentation.host_buffer import read_host_buffer
 
     events = {}
     for label in LAUNCHES:
@@ -155,7 +155,7 @@ def decoded(out: Path, variant: str) -> dict:
 
 
 def scope_names(out: Path, variant: str) -> dict[int, str]:
-    from lepton.hooks.instrumentation import _scopes
+    from lepton.backends.instrumentation.hook import _scopes
 
     return _scopes(str(out / f"{variant}.ttgir"))[0]
 

@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 
 import pytest
+from twins import FAKE_BACKEND
+
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
+
+# `start(backend="fake")` and `lepton -b fake`: the tests' twin (tests/twins), named to Lepton through
+# the environment so that the `lepton` processes the tests start know it too.
+os.environ[EXTRA_BACKENDS_VARIABLE] = FAKE_BACKEND
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,7 +43,7 @@ def no_leaked_sessions(tmp_path, monkeypatch):
     """Runs each test in its own folder and fails a test that leaves a session open."""
     monkeypatch.chdir(tmp_path)
     yield
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     leaked = sorted(REGISTRY.sessions)
     if leaked:
@@ -47,9 +55,18 @@ def no_leaked_sessions(tmp_path, monkeypatch):
 @pytest.fixture
 def fake():
     """Starts nothing; returns a function that gives the FakeBackend of the newest session."""
-    from lepton.collect.fake import FakeBackend
+    from twins.fake_backend import FakeBackend
 
     return lambda: FakeBackend.instances[-1]
+
+
+@pytest.fixture
+def scripted_gpu(monkeypatch):
+    """`start(backend="cupti")` and `start(backend="instrumentation")` find a GPU: the tests script
+    what the backend asks of it."""
+    from lepton.backends import cupti
+
+    monkeypatch.setattr(cupti, "gpu_probe", lambda: (True, "a scripted GPU"))
 
 
 @pytest.fixture

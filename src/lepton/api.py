@@ -7,12 +7,11 @@ import importlib
 import os
 import sys
 
-from .collect import fake as _fake  # noqa: F401  (registers the "fake" and "cpu" backends)
-from .collect.backend import backend_factory
+from .backends.base import backend_entry
 from .errors import UsageError, UsageTypeError
 from .hooks import nvtx
 from .hooks.hook import Hook, HookManager
-from .registry import REGISTRY
+from .runtime.registry import REGISTRY
 
 DEFAULT_PROFILE_NAME = "proton"
 _PLANNED_BACKENDS = ("roctracer", "rocprofiler")
@@ -32,14 +31,6 @@ def _disabled() -> bool:
     return bool(getattr(getattr(knobs, "proton", None), "disable", False))
 
 
-def _load_backend_module(name: str) -> None:
-    """Imports the module that registers backend `name`, if it has one."""
-    if name == "cupti" and backend_factory("cupti") is None:
-        importlib.import_module("lepton.collect.cupti")
-    if name == "instrumentation" and backend_factory("instrumentation") is None:
-        importlib.import_module("lepton.collect.instrumentation.backend")
-
-
 # Modes that only a GPU backend has: without a usable GPU they are refused, not recorded as CPU scopes.
 _GPU_MODES = ("pcsampling",)
 
@@ -47,11 +38,7 @@ _GPU_MODES = ("pcsampling",)
 def select_backend(mode_text: str = "") -> str:
     """The backend for `backend=None`: CUPTI where an NVIDIA GPU is usable, else CPU scopes only
     (with one warning line saying what was looked for); a GPU-only mode without a GPU is refused."""
-    try:
-        cupti = importlib.import_module("lepton.collect.cupti")
-        usable, looked_for = cupti.probe()
-    except ImportError as e:
-        usable, looked_for = False, f"the CUPTI backend could not be imported ({e})"
+    usable, looked_for = _probe("probe")
     if usable:
         return "cupti"
     mode_name = mode_text.split(":", 1)[0]
@@ -64,6 +51,25 @@ def select_backend(mode_text: str = "") -> str:
     return "cpu"
 
 
+def _probe(which: str) -> tuple[bool, str]:
+    """`lepton.backends.cupti`'s `probe` (CUPTI usable) or `gpu_probe` (an NVIDIA GPU there)."""
+    try:
+        return getattr(importlib.import_module("lepton.backends.cupti"), which)()
+    except ImportError as e:
+        return False, f"the CUPTI backend could not be imported ({e})"
+
+
+def _check_gpu(backend: str) -> None:
+    """A backend that records on a GPU, named where none is usable, is refused in one line."""
+    entry = backend_entry(backend)
+    if entry is None or not entry.needs_gpu:
+        return
+    usable, looked_for = _probe("gpu_probe")
+    if not usable:
+        raise UsageError(f"backend={backend!r} needs an NVIDIA GPU, and none is usable here ({looked_for}); "
+                         "run it on a machine with one, or leave the backend out to record CPU scopes")
+
+
 def _mode_string(mode) -> str:
     return "" if mode is None else str(mode)
 
@@ -71,7 +77,7 @@ def _mode_string(mode) -> str:
 def _instrumentation_hook(mode):
     """The hook of an instrumentation session (Proton registers one with each such session)."""
     try:
-        from .hooks.instrumentation import InstrumentationHook
+        from .backends.instrumentation.hook import InstrumentationHook
 
         return InstrumentationHook(mode)
     except ValueError as e:
@@ -130,7 +136,6 @@ def start(name: str | os.PathLike | None = None, *, context: str | None = "shado
         if backend in _PLANNED_BACKENDS:
             raise UsageError(f"backend {backend!r} is not available in this version of Lepton "
                              "(use 'cupti', or backend=None to choose automatically)")
-        _load_backend_module(backend)
     if isinstance(hook, str) and hook != "triton":
         raise UsageError(f"Unsupported hook: {hook} (the only hook name is 'triton')")
     instrumenting = backend == "instrumentation"
@@ -138,6 +143,7 @@ def start(name: str | os.PathLike | None = None, *, context: str | None = "shado
     if instrumenting:  # a bad mode string is the caller's mistake: said before anything starts
         instrumentation_hook = _instrumentation_hook(mode)
         mode_text = str(instrumentation_hook.mode).split(":", 1)[0]
+    _check_gpu(backend)
     sid = REGISTRY.start(name, context or "shadow", data or "tree", backend, mode_text, hook)
     try:
         hook_object = _hook_object(hook)

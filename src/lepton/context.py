@@ -1,9 +1,9 @@
 """`lepton.context.depth`, as `triton.profiler.context`."""
 from __future__ import annotations
 
-from .collect.python_stacks import python_path
-from .hot_path import HOT_PATH
-from .registry import REGISTRY
+from .runtime.hot_path import HOT_PATH
+from .runtime.python_stacks import python_path
+from .runtime.registry import REGISTRY
 
 
 def depth(session: int | None = 0) -> int | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .errors import UsageError
 from .model.tree import TreeData
-from .registry import REGISTRY
+from .runtime.registry import REGISTRY
 from .writers import hatchet, hatchet_msgpack
 
 

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from .errors import UsageError, shown
-from .hot_path import HOT_PATH, scope
 from .model.metrics import CPU_TIME_METRIC
+from .runtime.hot_path import HOT_PATH, scope
 
 __all__ = ["cpu_timed_scope", "enter_scope", "exit_scope", "scope"]
 

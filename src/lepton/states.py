@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from .hot_path import HOT_PATH
+from .runtime.hot_path import HOT_PATH
 
 COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
 COMPUTE_METADATA_SCOPE_PREFIX = COMPUTE_METADATA_SCOPE_NAME + ":"

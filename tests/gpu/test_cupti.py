@@ -23,7 +23,7 @@ PRELUDE = """
 import json, os, sys, threading, time
 import torch, triton, triton.language as tl
 import lepton as proton
-from lepton.registry import REGISTRY
+from lepton.runtime.registry import REGISTRY
 
 @triton.jit
 def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
@@ -174,7 +174,7 @@ def test_cupti_timestamps_are_the_wall_clock_that_the_time_lines_use(tmp_path):
     """The time lines compare launch times from CUPTI with scope marks from time.time_ns(): CUPTI's
     clock must be that clock, with no drift (checked 5 s apart)."""
     out = run(tmp_path, """
-        from lepton.collect.cupti.bindings import Cupti
+        from lepton.backends.cupti.bindings import Cupti
         x, y, z = tensors()
         add(x, y, z)
         cupti = Cupti()

@@ -8,9 +8,11 @@ import sys
 import threading
 
 import pytest
+from twins import FAKE_BACKEND
 
 import lepton as proton
-from lepton.registry import REGISTRY
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
+from lepton.runtime.registry import REGISTRY
 
 
 def load(path):
@@ -421,14 +423,15 @@ def test_a_script_that_crashes_before_finalize_still_leaves_its_profile(tmp_path
     script = tmp_path / "crash.py"
     script.write_text(
         "import lepton\n"
-        "from lepton.collect.fake import FakeBackend\n"
+        "from twins.fake_backend import FakeBackend\n"
         "lepton.start('crashed', backend='fake')\n"
         "with lepton.scope('work'):\n"
         "    FakeBackend.instances[-1].launch('k', 10)\n"
         "    raise RuntimeError('boom')\n")
-    src = Path(__file__).resolve().parents[2] / "src"
+    repo = Path(__file__).resolve().parents[2]
     p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                       env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}, check=False)
+                       env={"PYTHONPATH": f"{repo / 'src'}{os.pathsep}{repo / 'tests'}", "PATH": "/usr/bin:/bin",
+                            EXTRA_BACKENDS_VARIABLE: FAKE_BACKEND}, check=False)
     assert p.returncode == 1 and "RuntimeError: boom" in p.stderr
     assert "profile written at exit" in p.stderr
     root = load(tmp_path / "crashed.hatchet")[0]

@@ -160,7 +160,7 @@ def test_store_gap_bench_compares_trees_with_the_decoded_buffers_of_the_same_lau
 
     import numpy as np
 
-    from lepton.collect.instrumentation.host_buffer import host_buffer
+    from lepton.backends.instrumentation.host_buffer import host_buffer
 
     monkeypatch.syspath_prepend(BENCH)
     import store_gap  # bench/store_gap.py

@@ -2,7 +2,8 @@
 
 Every exit path of a target (return, exception, `sys.exit(n)`, SIGTERM, Ctrl-C) must leave a profile
 that parses and holds the kernels launched before the end. Scripts record kernels through the fake
-backend (`-b fake`), so none of this needs a GPU.
+backend (`-b fake`, which `LEPTON_EXTRA_BACKENDS` names to the CLI: tests/twins), so none of this needs
+a GPU.
 
 The console-script variant needs `lepton` on PATH (or `LEPTON_CLI=/path/to/lepton`), e.g. from
 `python -m venv --system-site-packages /tmp/lv && /tmp/lv/bin/pip install -e .`; it is skipped
@@ -21,15 +22,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from twins import FAKE_BACKEND
 
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
 from lepton.cli import run as cli
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+TESTS = Path(__file__).resolve().parents[1]  # the fake backend's package, twins
 TIMEOUT_S = 60
 
 KERNEL = """\
 import lepton
-from lepton.collect.fake import FakeBackend
+from twins.fake_backend import FakeBackend
 if FakeBackend.instances:  # under `lepton -b fake`; the script also runs under plain python
     FakeBackend.instances[-1].launch({name!r}, 1000)
 """
@@ -54,7 +58,8 @@ def lepton(request) -> list[str]:
 def child_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "OMPI_COMM_WORLD_RANK", "LEPTON_DISABLE", "TRITON_PROTON_DISABLE")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), str(TESTS), env.get("PYTHONPATH")]))
+    env[EXTRA_BACKENDS_VARIABLE] = FAKE_BACKEND  # `-b fake`
     env.update(extra)
     return env
 
@@ -304,8 +309,8 @@ def test_disabled_profiling_runs_the_target_and_writes_nothing(lepton, tmp_path)
 def test_calls_inside_the_script_join_the_cli_session_instead_of_starting_or_ending_one(lepton, tmp_path):
     write(tmp_path / "api.py", """\
 import lepton
-from lepton.collect.fake import FakeBackend
-from lepton.registry import REGISTRY
+from twins.fake_backend import FakeBackend
+from lepton.runtime.registry import REGISTRY
 fake = FakeBackend.instances[-1]
 cli_sid = REGISTRY.pinned_session()
 assert lepton.start("mine", backend="fake", data="trace") == cli_sid  # joins: no second session
@@ -339,7 +344,7 @@ fake.launch("k_after_decorated")
 def test_finalize_with_the_cli_session_id_leaves_it_running(lepton, tmp_path):
     write(tmp_path / "early.py", """\
 import lepton
-from lepton.collect.fake import FakeBackend
+from twins.fake_backend import FakeBackend
 sid = lepton.start()
 FakeBackend.instances[-1].launch("k_early", 1000)
 assert lepton.finalize(sid) == []
@@ -353,7 +358,7 @@ FakeBackend.instances[-1].launch("k_late", 1000)
 # -- point 4: one file per rank ---------------------------------------------------------------------------
 RANKED = """\
 import os, lepton
-from lepton.collect.fake import FakeBackend
+from twins.fake_backend import FakeBackend
 FakeBackend.instances[-1].launch("k_rank" + (os.environ.get("RANK") or os.environ["OMPI_COMM_WORLD_RANK"]))
 """
 
@@ -406,6 +411,35 @@ def test_help_and_version_exit_0(lepton):
     assert out.returncode == 0 and out.stdout.startswith("usage: lepton [options] script.py")
     out = run(lepton, "--version")
     assert out.returncode == 0 and out.stdout.startswith("lepton ")
+
+
+
+def test_users_are_offered_the_real_backends_and_never_the_test_twin(lepton, tmp_path):
+    """Without the tests' `LEPTON_EXTRA_BACKENDS`, `-b` offers what ships: cpu, cupti, instrumentation."""
+    write(tmp_path / "ok.py", "open('ran', 'w').close()\n")
+    env = child_env()
+    del env[EXTRA_BACKENDS_VARIABLE]
+    out = run(lepton, "--help", env=env)
+    assert "{cpu,cupti,instrumentation}" in out.stdout and "fake" not in out.stdout
+    out = run(lepton, "-b", "fake", "ok.py", env=env)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("lepton: error: argument -b/--backend: invalid choice: 'fake' (choose from ")
+    assert "fake" not in out.stderr.split("choose from")[1]
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("backend", ["cupti", "instrumentation"])
+def test_a_gpu_backend_without_a_gpu_ends_with_one_line_saying_a_gpu_is_needed(backend, tmp_path, monkeypatch,
+                                                                                capsys):
+    from lepton.backends import cupti
+
+    monkeypatch.setattr(cupti, "gpu_probe", lambda: (False, "no libcuda.so.1 (NVIDIA driver)"))
+    write(tmp_path / "ok.py", "open('ran', 'w').close()\n")
+    assert cli.main(["-b", backend, str(tmp_path / "ok.py")]) == cli.EXIT_USAGE
+    said = (f"lepton: error: backend={backend!r} needs an NVIDIA GPU, and none is usable here (no libcuda.so.1 "
+            "(NVIDIA driver)); run it on a machine with one, or leave the backend out to record CPU scopes")
+    assert capsys.readouterr().err.splitlines() == [said]
+    assert not (tmp_path / "ran").exists()
 
 
 # -- the parts, in-process ------------------------------------------------------------------------------------

@@ -118,7 +118,7 @@ def run_sequence(seed: int, tmp_path, stats: dict | None = None) -> str:
     data = rng.choice(["tree", "tree", "trace"])
     fmt = rng.choice(FORMATS[data])
     proton.start(str(tmp_path / "fuzz"), backend="fake", data=data)
-    from lepton.collect.fake import FakeBackend
+    from twins.fake_backend import FakeBackend
 
     backend = FakeBackend.instances[-1]
     errors: list[BaseException] = []

@@ -13,7 +13,7 @@ import pytest
 
 import lepton as proton
 from lepton.errors import UsageError
-from lepton.registry import REGISTRY
+from lepton.runtime.registry import REGISTRY
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -133,7 +133,7 @@ def test_a_forked_child_drops_the_parents_sessions_quietly(tmp_path):
 
 
 def test_instruction_sampling_without_a_gpu_says_a_gpu_is_needed_and_starts_nothing(monkeypatch, tmp_path, capsys):
-    from lepton.collect import cupti
+    from lepton.backends import cupti
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(cupti, "probe", lambda: (False, "no libcuda.so.1 (NVIDIA driver)"))
@@ -145,6 +145,20 @@ def test_instruction_sampling_without_a_gpu_says_a_gpu_is_needed_and_starts_noth
     proton.start("p")  # without the mode: CPU scopes, as before
     proton.finalize()
     assert os.path.exists("p.hatchet")
+
+
+
+NO_GPU = r"none is usable here \(no libcuda.so.1 \(NVIDIA driver\)\); run it on a machine with one"
+
+
+@pytest.mark.parametrize(("backend", "mode"), [("cupti", None), ("cupti", "pcsampling"), ("instrumentation", None)])
+def test_a_gpu_backend_named_without_a_gpu_says_a_gpu_is_needed_and_starts_nothing(backend, mode, monkeypatch):
+    from lepton.backends import cupti
+
+    monkeypatch.setattr(cupti, "gpu_probe", lambda: (False, "no libcuda.so.1 (NVIDIA driver)"))
+    with pytest.raises(UsageError, match=f"^backend='{backend}' needs an NVIDIA GPU, and {NO_GPU}"):
+        proton.start("p", backend=backend, mode=mode)
+    assert not REGISTRY.sessions and not REGISTRY.backends
 
 
 def test_a_finalize_whose_flush_raises_still_ends_the_session(fake, monkeypatch):

@@ -26,9 +26,12 @@ import pytest
 import lepton as proton
 from lepton import writers
 from lepton.errors import UsageError
-from lepton.registry import REGISTRY
+from lepton.backends.base import EXTRA_BACKENDS_VARIABLE
+from lepton.runtime.registry import REGISTRY
+from twins import FAKE_BACKEND
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+TESTS = Path(__file__).resolve().parents[1]  # the fake backend's package, twins
 TIMEOUT_S = 60
 
 
@@ -40,7 +43,8 @@ def names(path) -> set[str]:
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter (plain python, no `lepton` CLI) in `cwd`."""
     env = {k: v for k, v in os.environ.items() if k not in ("LEPTON_DISABLE", "TRITON_PROTON_DISABLE")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), str(TESTS), env.get("PYTHONPATH")]))
+    env[EXTRA_BACKENDS_VARIABLE] = FAKE_BACKEND  # backend="fake"
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env, check=False,
                           capture_output=True, text=True, timeout=TIMEOUT_S)
 
@@ -309,7 +313,7 @@ def test_a_sigterm_during_the_program_s_finalize_waits_for_the_write(tmp_path):
     out = run_python("""\
         import os, signal
         import lepton as proton
-        from lepton.collect.fake import FakeBackend
+        from twins.fake_backend import FakeBackend
         proton.start("t", backend="fake")
         fake = FakeBackend.instances[-1]
         with proton.scope("work"):

@@ -110,7 +110,7 @@ def test_another_tools_hook_is_not_silently_replaced(knobs):
     knobs.launch_enter_hook = lambda md: None
     with pytest.raises(RuntimeError, match="already set by another tool"):
         proton.start("clash", backend="fake", hook="triton")
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     assert not REGISTRY.sessions  # the half-started session is gone
 

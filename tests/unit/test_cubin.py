@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from lepton.collect.cupti.cubin import function_code
+from lepton.backends.cupti.pcsampling.cubin import function_code
 
 FOO_CODE = bytes(range(48))  # three 16-byte instructions
 BAR_CODE = b"\xee" * 16

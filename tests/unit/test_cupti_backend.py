@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import threading
 import time
 
 import numpy as np
 import pytest
 from triton_standin import LazyDict, call_exit_hook
+from twins import cupti_activity as synthetic
 
 import lepton as proton
-from lepton.collect import backend as backend_registry
-from lepton.collect.cupti import backend as cupti_backend
-from lepton.collect.cupti import layout, synthetic
-from lepton.collect.cupti.bindings import CuptiBusyError
-from lepton.collect.timeline import ThreadTimelines
-from lepton.hot_path import HOT_PATH
+from lepton.backends import cupti as cupti_package
+from lepton.backends.cupti import backend as cupti_backend
+from lepton.backends.cupti import layout
+from lepton.backends.cupti.bindings import CuptiBusyError
 from lepton.model.records import DeviceInfo
-from lepton.registry import REGISTRY
+from lepton.model.timeline import ThreadTimelines
+from lepton.runtime.hot_path import HOT_PATH
+from lepton.runtime.registry import REGISTRY
 
 NAMES = {0x7F00_0000_1000: b"add_kernel\0", 0x7F00_0000_2000: b"_ZN2at6native18elementwise_kernel\0"}
+# Where Lepton's own frames come from: not "/lepton/", which is also in the path of a clone named lepton.
+LEPTON_PACKAGE = os.path.dirname(os.path.abspath(proton.__file__)) + os.sep
 H100 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=2_619_000,
                   bus_width_bits=5120)
 
@@ -214,8 +218,8 @@ class FakeDriver:
 
 
 @pytest.fixture
-def fake_cupti(monkeypatch):
-    """Registers backend "cupti" as a CuptiBackend over FakeCupti/FakeDriver; returns the fakes."""
+def fake_cupti(monkeypatch, scripted_gpu):
+    """Makes backend "cupti" a CuptiBackend over FakeCupti/FakeDriver; returns the fakes."""
     made = {}
 
     def factory(mode, busy=False, initialized=True):
@@ -225,7 +229,7 @@ def fake_cupti(monkeypatch):
         made["backend"] = cupti_backend.CuptiBackend(mode, cupti=made["cupti"], driver=made["driver"])
         return made["backend"]
 
-    monkeypatch.setitem(backend_registry._REGISTRY, "cupti", factory)
+    monkeypatch.setattr(cupti_package, "make_cupti_backend", factory)  # what the backend table names
     monkeypatch.setattr(cupti_backend, "GRAPH_NODES", cupti_backend.GraphNodePaths())
     return made
 
@@ -647,7 +651,7 @@ def test_launch_callbacks_at_one_address_read_each_calls_data(fake_cupti):
 
 def test_python_context_launches_inside_scopes_land_under_their_whole_stack(fake_cupti):
     """A walk made inside a scope stops at the frame that entered it and takes the frames outside
-    it from the scope (`collect.python_stacks`): the kernel's path is still the whole stack."""
+    it from the scope (`runtime.python_stacks`): the kernel's path is still the whole stack."""
     proton.start("pyscoped", context="python", backend="cupti")
     cupti = fake_cupti["cupti"]
 
@@ -714,7 +718,7 @@ def test_python_context_launches_in_a_decorated_function_land_under_their_whole_
         assert [n.rsplit("@", 1)[1] for n in path[-4:-1]] == [
             "test_python_context_launches_in_a_decorated_function_land_under_their_whole_stack", "caller",
             "launch_from_here"]
-        assert not any("/lepton/" in n for n in path)
+        assert not any(n.startswith(LEPTON_PACKAGE) for n in path)  # Lepton's own frames are folded
     assert found[0][0][-2] == found[1][0][-2] and found[0][0][-3] != found[1][0][-3]
 
 

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from lepton.collect.cupti.clock import ClockMap, calibrate
+from lepton.backends.cupti.clock import ClockMap, calibrate
 
 
 def test_the_wall_clock_is_used_as_is():

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from twins import cupti_activity as synthetic
 
-from lepton.collect import timeline
-from lepton.collect.cupti import layout, synthetic
-from lepton.collect.cupti.clock import ClockMap
-from lepton.collect.cupti.collector import Collector
-from lepton.collect.cupti.graphs import GraphNodePaths
+from lepton.backends.cupti import layout
+from lepton.backends.cupti.clock import ClockMap
+from lepton.backends.cupti.collector import Collector
+from lepton.backends.cupti.graphs import GraphNodePaths
+from lepton.model import timeline
 from lepton.model.paths import PathTable
 from lepton.model.records import UNKNOWN_LAUNCH_NS
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from twins import cupti_activity as synthetic
 
-from lepton.collect.cupti import layout, parser, synthetic
+from lepton.backends.cupti import layout, parser
 
 CONC, RT, DRV, LAUNCH = (layout.KIND_CONCURRENT_KERNEL, layout.KIND_RUNTIME, layout.KIND_DRIVER,
                          layout.KIND_INTERNAL_LAUNCH_API)

@@ -17,7 +17,7 @@ import pytest
 from triton_standin import LazyDict, call_exit_hook
 
 import lepton as proton
-from lepton.hot_path import HOT_PATH
+from lepton.runtime.hot_path import HOT_PATH
 
 FIXED_SEEDS = [0, 1, 2, 3, 4, 5, 6, 7]
 RANDOM_SEED = random.SystemRandom().randrange(1 << 30)

@@ -1,7 +1,7 @@
 """The scratch arena: per-launch buffers without an allocation per launch."""
 import numpy as np
 
-from lepton.collect.instrumentation.arena import ALIGNMENT, ScratchArena
+from lepton.backends.instrumentation.arena import ALIGNMENT, ScratchArena
 
 
 def arena(first=1024):

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lepton.collect.instrumentation.arena import ScratchArena
-from lepton.collect.instrumentation.backend import (
+from lepton.backends.instrumentation.arena import ScratchArena
+from lepton.backends.instrumentation.backend import (
     QUEUE_LAUNCHES,
     SUMS_BYTES,
     InstrumentationBackend,
@@ -15,7 +15,7 @@ from lepton.collect.instrumentation.backend import (
     _Launch,
     queue_bound,
 )
-from lepton.collect.instrumentation.decode import decode_launch
+from lepton.backends.instrumentation.decode import decode_launch
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
 
@@ -86,7 +86,7 @@ def test_a_session_adds_launches_summed_on_the_device_as_one_per_path_and_grid_a
     from lepton.model.paths import ROOT, PathTable
     from lepton.model.records import CycleLaunch
     from lepton.model.tree import build_tree
-    from lepton.session import Session
+    from lepton.runtime.session import Session
 
     paths = PathTable()
     a, b = paths.extend(ROOT, ["a", "k"]), paths.extend(ROOT, ["b", "k"])
@@ -182,7 +182,7 @@ def test_a_batch_is_cut_into_pieces_by_the_words_its_warps_wrote_not_by_its_slot
     pieces were sized by the whole slot, 4 launches of 4096 blocks each."""
     from instrumentation_buffers import E, S, launch, slot
 
-    from lepton.collect.instrumentation import backend as module
+    from lepton.backends.instrumentation import backend as module
 
     raw, size = launch([slot([[(S, 0, 1), (E, 0, 9)]] * 4, seg_entries=256)] * 16)
     k = InstrumentedKernel("in_loop", size, 4, {0: "chunk"}, {})

@@ -1,4 +1,4 @@
-"""collect.instrumentation.decode: synthetic buffers in the device's layout, and two real buffers
+"""backends.instrumentation.decode: synthetic buffers in the device's layout, and two real buffers
 from an H100 (tests/data/instrumentation, Triton 3.6's passes, 4 warps a CTA)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from instrumentation_buffers import E, S, launch, slot
 
-from lepton.collect.instrumentation.decode import decode_launch
-from lepton.collect.instrumentation.host_buffer import host_buffer, read_host_buffer
+from lepton.backends.instrumentation.decode import decode_launch
+from lepton.backends.instrumentation.host_buffer import host_buffer, read_host_buffer
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "instrumentation"
 
@@ -151,8 +151,8 @@ def test_real_nested_inner_lies_inside_outer_in_every_warp():
 @pytest.mark.parametrize("name", ["load_store", "nested"])
 def test_the_host_copy_keeps_only_the_written_words_and_decodes_the_same(name):
     """Each CTA's 8 KiB slot holds a few dozen written bytes: the copy to the host takes those."""
-    from lepton.collect.instrumentation.backend import host_copy
-    from lepton.collect.instrumentation.sums import ArrayOps
+    from lepton.backends.instrumentation.backend import host_copy
+    from lepton.backends.instrumentation.sums import ArrayOps
 
     raw = np.fromfile(DATA / f"{name}.bin", dtype=np.uint8)
     meta = json.loads((DATA / f"{name}.json").read_text())
@@ -164,8 +164,8 @@ def test_the_host_copy_keeps_only_the_written_words_and_decodes_the_same(name):
 
 
 def test_the_host_copy_takes_whole_slots_where_a_unit_wrapped():
-    from lepton.collect.instrumentation.backend import host_copy
-    from lepton.collect.instrumentation.sums import ArrayOps
+    from lepton.backends.instrumentation.backend import host_copy
+    from lepton.backends.instrumentation.sums import ArrayOps
 
     raw = np.fromfile(DATA / "load_store.bin", dtype=np.uint8).copy()
     slots = raw.reshape(4, 8320)
@@ -177,9 +177,9 @@ def test_the_host_copy_takes_whole_slots_where_a_unit_wrapped():
 def test_launches_copied_and_decoded_as_one_batch_split_back_as_each_alone():
     """The backend decodes a kernel's queued launches together: split back, each launch must be
     what decoding it alone gives, a CTA whose slot is bad included."""
-    from lepton.collect.instrumentation.backend import host_copy
-    from lepton.collect.instrumentation.sums import ArrayOps
-    from lepton.collect.instrumentation.decode import split_launches
+    from lepton.backends.instrumentation.backend import host_copy
+    from lepton.backends.instrumentation.decode import split_launches
+    from lepton.backends.instrumentation.sums import ArrayOps
 
     raw = np.fromfile(DATA / "load_store.bin", dtype=np.uint8)
     bad = raw.copy()
@@ -206,8 +206,8 @@ ONE_WARP = [[(S, 0, 100), (S, 1, 120), (E, 1, 180), (E, 0, 200)]]
 
 @pytest.mark.parametrize("warps", [1, 3])
 def test_an_odd_warp_count_cut_to_its_written_words_decodes_as_the_whole_slot(warps):
-    from lepton.collect.instrumentation.backend import host_copy
-    from lepton.collect.instrumentation.sums import ArrayOps
+    from lepton.backends.instrumentation.backend import host_copy
+    from lepton.backends.instrumentation.sums import ArrayOps
 
     raw, size = launch([slot(ONE_WARP * warps, program_id=p, seg_entries=4) for p in range(2)])
     assert size % 128 == 0  # Triton pads a slot to the scratch alignment

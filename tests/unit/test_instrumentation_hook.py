@@ -13,9 +13,9 @@ from test_cupti_backend import fake_cupti  # noqa: F401  (a fixture)
 from triton_standin import LazyDict, call_exit_hook, install_instrumentation
 
 import lepton as proton
-from lepton.collect.instrumentation.arena import ScratchArena
-from lepton.collect.instrumentation.backend import InstrumentationBackend, InstrumentedKernel
-from lepton.collect.instrumentation.sums import ArrayOps
+from lepton.backends.instrumentation.arena import ScratchArena
+from lepton.backends.instrumentation.backend import InstrumentationBackend, InstrumentedKernel
+from lepton.backends.instrumentation.sums import ArrayOps
 from lepton.hooks import HookManager, InstrumentationHook, LaunchHook
 
 FUNCTION = 0x5EED  # the CUfunction handle Triton passes as metadata["function"]
@@ -26,7 +26,7 @@ TREE_WARP = [(S, 0, 10), (S, 1, 20), (S, 2, 30), (E, 2, 50), (S, 3, 60), (E, 3, 
 
 
 @pytest.fixture
-def triton(monkeypatch, chained_knobs):
+def triton(monkeypatch, chained_knobs, scripted_gpu):
     """Triton 3.6's hook chains and what the instrumentation hook installs itself in; the
     backend's device work done on numpy (no torch here)."""
     install_instrumentation(monkeypatch, chained_knobs)

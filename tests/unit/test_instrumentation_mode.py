@@ -43,12 +43,12 @@ def test_a_bad_mode_says_what_is_wrong(mode, message):
         instrumentation_mode(mode)
 
 
-def test_start_says_in_one_line_what_is_wrong_and_leaves_no_session(monkeypatch):
+def test_start_says_in_one_line_what_is_wrong_and_leaves_no_session(monkeypatch, scripted_gpu):
     import sys
 
     import lepton as proton
     from lepton.errors import UsageError
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     with pytest.raises(UsageError, match="backend='instrumentation': Unknown instrumentation mode: 'bogus'"):
         proton.start("p", backend="instrumentation", mode="bogus")

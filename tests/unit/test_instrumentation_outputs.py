@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from instrumentation_buffers import E, S, launch, slot
 
-from lepton.collect.instrumentation.decode import decode_launch
+from lepton.backends.instrumentation.decode import decode_launch
 from lepton.model.cycles import ns_per_cycle
 from lepton.model.paths import ROOT, PathTable
 from lepton.model.profile import Profile

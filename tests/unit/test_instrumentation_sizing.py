@@ -1,7 +1,7 @@
 """The profile buffer Lepton gives an instrumented kernel, read from its TTGIR."""
 from ttgir_samples import HEAD, IN_LOOP, IN_WHILE_BODY, STRAIGHT, TAIL
 
-from lepton.collect.instrumentation.sizing import (
+from lepton.backends.instrumentation.sizing import (
     auto_buffer_size,
     buffer_choice,
     num_warps,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from instrumentation_buffers import E, S, launch, slot
 
-from lepton.collect.instrumentation.decode import decode_launch
-from lepton.collect.instrumentation.sums import ArrayOps, BatchSums, HostReason, batch_sums, warm_up
+from lepton.backends.instrumentation.decode import decode_launch
+from lepton.backends.instrumentation.sums import ArrayOps, BatchSums, HostReason, batch_sums, warm_up
 from lepton.model.cycles import scope_sums
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"

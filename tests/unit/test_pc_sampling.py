@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from twins import pc_samples as syn
 
-from lepton.collect.cupti import pcs_layout as L
-from lepton.collect.cupti import pcs_synthetic as syn
-from lepton.collect.cupti.pcs_attribute import SampleAttributor, split
-from lepton.collect.cupti.pcs_decode import DecodeError, SampleBuffers, StallTable, by_line, metrics_of
+from lepton.backends.cupti.pcsampling import layout as L
+from lepton.backends.cupti.pcsampling.attribute import SampleAttributor, split
+from lepton.backends.cupti.pcsampling.decode import (
+    DecodeError,
+    SampleBuffers,
+    StallTable,
+    by_line,
+    metrics_of,
+)
 from lepton.model.aggregate import kernel_paths
 from lepton.model.paths import PathTable
 from lepton.model.profile import Profile
 from lepton.model.records import KernelBatch
-from lepton.session import Session
+from lepton.runtime.session import Session
 from lepton.writers.hatchet import to_literal
 
 STALLED = [m for m in L.PROTON_STALL_METRICS]
@@ -174,7 +181,7 @@ def test_samples_of_a_function_not_in_the_batch_wait_for_one_that_has_it():
 
 
 def test_the_cupti_backend_takes_pcsampling_and_refuses_other_modes():
-    from lepton.collect.cupti.pc_sampling import PCSamplingBackend, make_cupti_backend
+    from lepton.backends.cupti.pcsampling.backend import PCSamplingBackend, make_cupti_backend
     from lepton.errors import UsageError
 
     with pytest.raises(UsageError, match="unsupported mode: instrumentation"):
@@ -186,8 +193,8 @@ def test_the_cupti_backend_takes_pcsampling_and_refuses_other_modes():
 def test_the_lines_view_lists_a_kernels_hottest_lines_with_shares_and_stalls(capsys):
     from lepton.viewer.lines import main
 
-    assert main(["/work/main/tests/data/proton_3_6/pcsampling_lines.hatchet".replace(
-        "/work/main/", __file__[:__file__.index("tests/")]), "-k", "^step/work", "-n", "2"]) == 0
+    profile = Path(__file__).resolve().parents[1] / "data" / "proton_3_6" / "pcsampling_lines.hatchet"
+    assert main([str(profile), "-k", "^step/work", "-n", "2"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("step/work  (293730 samples)")
     assert "78.5%  /home/user/bench/in_kernel_workload.py:34@work" in out
@@ -205,14 +212,14 @@ class _FakeFunction:
 def _fake_cupti(functions, version=24, status=0):
     import types
 
-    from lepton.collect.cupti.pc_sampling import _FUNCTIONS
+    from lepton.backends.cupti.pcsampling.backend import _FUNCTIONS
 
     lib = types.SimpleNamespace(**{name: _FakeFunction(status) for name in _FUNCTIONS if name in functions})
     return types.SimpleNamespace(lib=lib, version=version, path="/opt/libcupti.so.13", check=lambda s, what: None)
 
 
 def test_a_cupti_without_the_pc_sampling_api_is_one_clear_line():
-    from lepton.collect.cupti.pc_sampling import PCSamplingApi
+    from lepton.backends.cupti.pcsampling.backend import PCSamplingApi
     from lepton.errors import BackendError
 
     with pytest.raises(BackendError, match=r"^pcsampling needs CUPTI 12.4 or newer .* /opt/libcupti.so.13 .*lacks "
@@ -224,7 +231,7 @@ def test_a_cupti_without_the_pc_sampling_api_is_one_clear_line():
 @pytest.mark.parametrize("status, message", [(35, r"INSUFFICIENT_PRIVILEGES.*NVreg_RestrictProfilingToAdminUsers=0"),
                                              (27, r"not supported here .*compute capability 7.0")])
 def test_no_counter_permission_or_no_support_is_one_line_naming_the_fix(status, message):
-    from lepton.collect.cupti.pc_sampling import _FUNCTIONS, PCSamplingApi
+    from lepton.backends.cupti.pcsampling.backend import _FUNCTIONS, PCSamplingApi
     from lepton.errors import BackendError
 
     api = PCSamplingApi(_fake_cupti(functions=_FUNCTIONS, status=status))

@@ -13,15 +13,15 @@ import time
 
 import pytest
 from test_cupti_backend import FakeCupti, FakeDriver
+from twins import pc_samples as syn
 
 import lepton as proton
-from lepton.collect import backend as backend_registry
-from lepton.collect.cupti import backend as cupti_backend
-from lepton.collect.cupti import pc_sampling
-from lepton.collect.cupti import pcs_layout as L
-from lepton.collect.cupti import pcs_synthetic as syn
-from lepton.collect.cupti.bindings import CuptiError
-from lepton.collect.cupti.pc_sampling import PCSamplingBackend
+from lepton.backends import cupti as cupti_package
+from lepton.backends.cupti import backend as cupti_backend
+from lepton.backends.cupti.bindings import CuptiError
+from lepton.backends.cupti.pcsampling import backend as pc_sampling
+from lepton.backends.cupti.pcsampling import layout as L
+from lepton.backends.cupti.pcsampling.backend import PCSamplingBackend
 
 ADD = 0x7F00_0000_1000  # FakeCupti's kernel named "add_kernel"
 CTX, CRC = 0x5000, 0xC0FFEE
@@ -99,7 +99,7 @@ class _Backend(PCSamplingBackend):
 
 
 @pytest.fixture
-def sampled(monkeypatch, tmp_path):
+def sampled(monkeypatch, tmp_path, scripted_gpu):
     """Backend "cupti" as a pcsampling backend over the scripted libraries; the drain thread is
     parked (the tests drain by hand, as it would)."""
     monkeypatch.setattr(pc_sampling, "DRAIN_PERIOD_S", 3600)
@@ -115,7 +115,7 @@ def sampled(monkeypatch, tmp_path):
         made["pcs"].backend = made["backend"] = backend
         return backend
 
-    monkeypatch.setitem(backend_registry._REGISTRY, "cupti", factory)
+    monkeypatch.setattr(cupti_package, "make_cupti_backend", factory)  # what the backend table names
     return made
 
 
@@ -238,7 +238,7 @@ def test_samples_cupti_hands_over_only_when_disabled_still_reach_the_flushed_pro
 def test_a_flush_mid_run_hands_over_every_sample_and_sampling_goes_on(sampled):
     """Proton's `flush` between two phases: the samples CUPTI still decodes reach the first
     phase's kernels, and the context samples again after it."""
-    from lepton.registry import REGISTRY
+    from lepton.runtime.registry import REGISTRY
 
     sid = proton.start("prof", backend="cupti", mode="pcsampling")
     api, cupti = sampled["pcs"], sampled["cupti"]

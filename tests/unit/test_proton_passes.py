@@ -2,8 +2,8 @@
 import pytest
 from ttgir_samples import IN_LOOP, STRAIGHT
 
+from lepton.backends.instrumentation.passes import ProtonPasses
 from lepton.errors import UsageError
-from lepton.hooks.proton_passes import ProtonPasses
 from lepton.mode import instrumentation_mode
 
 

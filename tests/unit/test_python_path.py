@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import sys
 
-from lepton.collect import python_stacks
-from lepton.collect.python_stacks import enter_python_scope, exit_python_scope, python_path
 from lepton.model.paths import PathTable
+from lepton.runtime import python_stacks
+from lepton.runtime.python_stacks import enter_python_scope, exit_python_scope, python_path
 
 HERE = os.path.abspath(__file__)
 NO_FOLD = ("/nonexistent-folder/",)

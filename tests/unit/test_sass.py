@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from test_cubin import elf64
+from twins.fake_backend import FakeBackend
 
 import lepton as proton
-from lepton.collect.cupti import sass
-from lepton.collect.cupti.pc_sampling import PCSamplingBackend
-from lepton.collect.fake import FakeBackend
+from lepton.backends.cupti.pcsampling import sass
+from lepton.backends.cupti.pcsampling.backend import PCSamplingBackend
 from lepton.model.records import DeviceInfo
 from lepton.viewer import nvdisasm
 from lepton.viewer.sass import main as view_sass

@@ -7,8 +7,8 @@ import threading
 
 import numpy as np
 
-from lepton.collect.timeline import ThreadTimelines, paths_at
-from lepton.hot_path import append_mark, append_one_shot
+from lepton.model.timeline import ThreadTimelines, paths_at
+from lepton.runtime.hot_path import append_mark, append_one_shot
 
 
 def mark(tl: ThreadTimelines, path: int) -> None:

@@ -1,4 +1,4 @@
-"""The viewer reads files and prints; it imports nothing that profiles (lepton.collect, sessions),
+"""The viewer reads files and prints; it imports nothing that profiles (lepton.backends, lepton.runtime),
 and nothing beyond numpy, msgpack and the standard library (no pandas, no hatchet). Only the
 Python API's modules import pandas (when called), and hatchet for `to_hatchet`."""
 from __future__ import annotations

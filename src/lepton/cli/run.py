@@ -23,12 +23,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import __version__, api, exit_signals, writers
-from ..collect.backend import backend_names
+from .. import __version__, api, writers
+from ..backends.base import backend_names
+from ..runtime import exit_signals
 from ..errors import LeptonError, UsageError
 from ..model.profile import RunCommand
-from ..registry import REGISTRY
-from ..session import CONTEXTS, DATA_KINDS
+from ..runtime.registry import REGISTRY
+from ..runtime.session import CONTEXTS, DATA_KINDS
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # an uncaught exception, as python
@@ -73,16 +74,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _backend_choices() -> list[str]:
-    # "cupti" registers itself when `lepton.collect.cupti` is imported, which `start` does lazily.
-    return sorted(set(backend_names()) | {"cupti"})
-
-
 # (flags, argparse keywords). Every option takes a value, which the target splitter relies on.
 _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("-n", "--name"), {"metavar": "NAME", "help": "output path without extension (default: proton, "
                                                    "relative to the current directory)"}),
-    (("-b", "--backend"), {"type": str.lower, "choices": _backend_choices(),
+    (("-b", "--backend"), {"type": str.lower, "choices": backend_names(),
                            "help": "profiler backend (default: cupti where a GPU is usable)"}),
     (("-c", "--context"), {"type": str.lower, "choices": CONTEXTS, "default": "shadow",
                            "help": "context source (default: shadow)"}),
@@ -373,7 +369,7 @@ class RunSignals:
     swapped rather than signals masked because a mask is per thread and the target's threads, or
     the backend's, would still take the signal. A signal the launcher set to be ignored stays
     ignored; off the main thread (where `signal.signal` cannot be called) nothing changes. Meanwhile
-    the handlers a session installs in plain Python (`lepton.exit_signals`) stand aside."""
+    the handlers a session installs in plain Python (`lepton.runtime.exit_signals`) stand aside."""
 
     _SIGNALS = (signal.SIGINT, *exit_signals.TERMINATING)
 

@@ -69,7 +69,7 @@ def _occupancy(function: int, threads: int, shared_bytes: int) -> int | None:
     global _libcuda
     try:
         if _libcuda is None:
-            from ..collect.cupti.library import load_libcuda  # the process's one libcuda
+            from ..backends.cupti.library import load_libcuda  # the process's one libcuda
 
             lib = load_libcuda()
             fn = lib.cuOccupancyMaxActiveBlocksPerMultiprocessor

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from numbers import Number
 
-from ..hot_path import HOT_PATH
 from ..model.metrics import to_python_value
-from ..registry import REGISTRY
+from ..runtime.hot_path import HOT_PATH
+from ..runtime.registry import REGISTRY
 from ..states import COMPUTE_METADATA_SCOPE_NAME
 from . import kernel_props
 from .hook import Hook

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 
-from ..hot_path import HOT_PATH
+from ..runtime.hot_path import HOT_PATH
 
 _tls = threading.local()
 _patched: list[tuple[object, str, object]] = []

@@ -8,8 +8,8 @@ import functools
 import sys
 from collections.abc import Callable
 
-from ..collect.timeline import ThreadTimelines
-from ..hot_path import HOT_PATH
+from ..model.timeline import ThreadTimelines
+from ..runtime.hot_path import HOT_PATH
 from .hook import Hook
 
 

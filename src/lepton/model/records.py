@@ -102,7 +102,7 @@ class KernelSink(Protocol):
     """The receiver of a backend's records: the profiler runtime. Thread-safe; may be called from
     a backend's own thread (CUPTI's buffer-completion thread)."""
 
-    timeline: Any  # `collect.timeline.ThreadTimelines`: the threads' path marks, by time
+    timeline: Any  # `model.timeline.ThreadTimelines`: the threads' path marks, by time
 
     def ingest(self, batch: KernelBatch) -> None: ...
 

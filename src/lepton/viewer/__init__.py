@@ -1,7 +1,7 @@
 """The terminal viewer: file -> Tree -> derived metrics -> filters -> text.
 
 Reads hatchet JSON and hatchet MessagePack (Lepton's and Proton's); needs numpy and msgpack only,
-and never imports `lepton.collect`. Proton's Python API (`read`, `parse`, `derive_metrics`, ...,
+and never imports `lepton.backends`. Proton's Python API (`read`, `parse`, `derive_metrics`, ...,
 as in `triton.profiler.viewer`) is here too, on pandas, which it imports only when called.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import zlib
 
-CODE_KEY = "sass_code"  # function -> {"arch", "zlib_b64"}, as lepton.collect.cupti.sass writes it
+CODE_KEY = "sass_code"  # function -> {"arch", "zlib_b64"}, as lepton.backends.cupti.pcsampling.sass writes it
 MAX_CODE_BYTES = 256 << 10  # what the writer keeps at most; more is not a profile Lepton wrote
 GET_NVDISASM = ("the instructions' text needs nvdisasm on PATH: install the CUDA toolkit's "
                 "nvdisasm (package cuda-nvdisasm) and add its bin/ to PATH")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-ENTRY_BYTES = 8  # one record: two 32-bit words
+from .layout import ENTRY_BYTES
+
 _NUM_WARPS = re.compile(r'"ttg\.(?:total-)?num-warps"\s*=\s*(\d+)')
 _LOOP_OPS = ("scf.for", "scf.while", "scf.parallel")
 

@@ -23,7 +23,21 @@ from enum import Enum
 import numpy as np
 
 from ...model.cycles import ScopeSums
-from .decode import CLOCK_BITS, HEADER_WORDS, PREAMBLE, is_slot_size
+from .decode import is_slot_size
+from .layout import (
+    BUF_SIZE_WORD,
+    CLOCK_BITS,
+    CLOCK_HIGH_MASK,
+    END_BIT,
+    ENTRY_BYTES,
+    HEADER_WORDS,
+    INIT_TIME_WORD,
+    PRE_FINAL_TIME_WORD,
+    PREAMBLE,
+    PREAMBLE_WORD,
+    SCOPE_MASK,
+    SCOPE_SHIFT,
+)
 
 
 class ArrayOps:
@@ -314,9 +328,9 @@ def written_layout(ops: type[ArrayOps], head, scratch_size: int,
     records in a loop has 8 KiB segments of which it may write a few dozen bytes: the sums read
     only those."""
     counts = head[:, HEADER_WORDS:]
-    same = (head[:, 0] == PREAMBLE) & (head[:, 3] == head[0, 3])
+    same = (head[:, PREAMBLE_WORD] == PREAMBLE) & (head[:, BUF_SIZE_WORD] == head[0, BUF_SIZE_WORD])
     buf_bytes, most, odd, whole = ops.host(ops.scalars(
-        [head[0, 3], counts.max(), (counts % 2).max(), ops.as_int(same.all())])).tolist()
+        [head[0, BUF_SIZE_WORD], counts.max(), (counts % 2).max(), ops.as_int(same.all())])).tolist()
     seg_words = buf_bytes // 4 // num_units
     fits = HEADER_WORDS + num_units + buf_bytes // 4 <= scratch_size // 4
     if not whole or buf_bytes % 4 or seg_words < 2 or not fits:
@@ -335,9 +349,9 @@ def _scope_rows(ops: type[ArrayOps], entries, written, scope_ids: list[int]):
     w0, w1 = entries[0::2], entries[1::2]
     position = ops.arange(w0.shape[0], entries)[:, None, None]
     valid = position < written[None]
-    is_start = (w0 >> 31) == 0
-    scope = (w0 >> 23) & 0xFF
-    cycle = ((w0 & 0x7FF) << 32) | w1
+    is_start = (w0 >> END_BIT) == 0
+    scope = (w0 >> SCOPE_SHIFT) & SCOPE_MASK
+    cycle = ((w0 & CLOCK_HIGH_MASK) << 32) | w1
     known = valid & (scope == scope_ids[0])
     for s in scope_ids[1:]:
         known = known | (valid & (scope == s))
@@ -375,8 +389,8 @@ def _per_launch_sums(ops: type[ArrayOps], head, ctas: list[int], per_row, ends, 
         return sums[0] if values.ndim == 1 else sums.T
 
     span_cycles = ops.where(last > first, last - first, 0)
-    init_ns = head[:, 4] | (head[:, 5] << 32)
-    pre_final_ns = head[:, 6] | (head[:, 7] << 32)
+    init_ns = head[:, INIT_TIME_WORD] | (head[:, INIT_TIME_WORD + 1] << 32)
+    pre_final_ns = head[:, PRE_FINAL_TIME_WORD] | (head[:, PRE_FINAL_TIME_WORD + 1] << 32)
     span_ns = ops.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0)
     usable = (span_cycles > 0) & (span_ns > 0)
     pooled_ns = ops.as_float(per_launch(ops.where(usable, span_ns, 0)))
@@ -405,12 +419,12 @@ def warm_up(ops: type[ArrayOps], to_device) -> BatchSums | HostReason:
     `to_device(uint8 numpy array)`: the array where `ops` works."""
     units, ctas, entries = 2, 8, 4
     words = np.zeros((ctas, 32), np.uint32)  # 128-byte slots, as Triton pads them
-    words[:, 0], words[:, 3] = PREAMBLE, 8 * entries * units
-    words[:, 4], words[:, 6] = 1_000, 2_000  # init and pre-final globaltimer, ns
+    words[:, PREAMBLE_WORD], words[:, BUF_SIZE_WORD] = PREAMBLE, ENTRY_BYTES * entries * units
+    words[:, INIT_TIME_WORD], words[:, PRE_FINAL_TIME_WORD] = 1_000, 2_000  # globaltimer, ns
     words[:, HEADER_WORDS:HEADER_WORDS + units] = 2 * entries
     for unit in range(units):  # scope 0 around scope 1: START 0, START 1, END 1, END 0
         at = HEADER_WORDS + units + 2 * entries * unit
-        words[:, at:at + 2 * entries:2] = [0, 1 << 23, 1 << 31 | 1 << 23, 1 << 31]
+        words[:, at:at + 2 * entries:2] = [0, 1 << SCOPE_SHIFT, 1 << END_BIT | 1 << SCOPE_SHIFT, 1 << END_BIT]
         words[:, at + 1:at + 2 * entries:2] = [100, 200, 300, 400]
     raw = words.reshape(-1).view(np.uint8)
     buffers = [to_device(raw.copy()), to_device(raw.copy())]

@@ -9,7 +9,7 @@ While active (`HookManager`), it
 - sets Triton's compile knob `instrumentation_mode`, so instrumented kernels are cached apart from
   plain ones, and a profile allocator that gives every launch a scratch buffer of its own;
 - reads each instrumented kernel's scopes when Triton loads it (`kernel_load_end_hook`) and queues
-  each launch, with its buffer and call path, on the backend (`collect.instrumentation`). Under
+  each launch, with its buffer and call path, on the backend (`backend`). Under
   `hook="triton"` the launch's kernel node is the op the launch hook made for it, named by the
   kernel's `launch_metadata` (Proton: `ROOT -> add_1024 -> <scopes>`); the launch hook runs first
   (`triton_knobs.add_by_priority`).
@@ -17,7 +17,7 @@ While active (`HookManager`), it
 
 `enable_host_buffer` (Proton's debug switch, read by Proton's tests) makes every launch wait for
 its kernel and leaves its scratch buffer on the host in `host_buffer`, behind Proton's header
-(`collect.instrumentation.host_buffer`). Set it before `start()`: the exit hook that fills it is
+(`host_buffer`). Set it before `start()`: the exit hook that fills it is
 installed only then, so that launches pay nothing for it otherwise.
 """
 from __future__ import annotations
@@ -26,16 +26,16 @@ import json
 import threading
 from typing import Any, ClassVar
 
-from ..collect.instrumentation.arena import ALIGNMENT
-from ..collect.instrumentation.backend import InstrumentedKernel
-from ..collect.instrumentation.host_buffer import host_buffer, recorded_units
-from ..collect.instrumentation.sizing import buffer_choice
-from ..errors import UsageError
-from ..hot_path import HOT_PATH
-from ..mode import SamplingStrategy, instrumentation_mode
-from ..registry import REGISTRY
-from .hook import Hook
-from .proton_passes import ProtonPasses, sizes_buffers
+from ...errors import UsageError
+from ...hooks.hook import Hook
+from ...mode import SamplingStrategy, instrumentation_mode
+from ...runtime.hot_path import HOT_PATH
+from ...runtime.registry import REGISTRY
+from .arena import ALIGNMENT
+from .backend import InstrumentedKernel
+from .host_buffer import host_buffer, recorded_units
+from .passes import ProtonPasses, sizes_buffers
+from .sizing import buffer_choice
 
 
 class InstrumentationHook(Hook):

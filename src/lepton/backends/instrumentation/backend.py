@@ -1,7 +1,7 @@
 """`backend="instrumentation"`: scopes inside kernels, recorded by Triton's own compiler passes.
 
 The compiler side (the proton dialect's record ops and the passes that lower them) is in libtriton;
-`hooks.instrumentation` installs it. Every launch of an instrumented kernel gets a scratch buffer of
+`hook` installs it. Every launch of an instrumented kernel gets a scratch buffer of
 its own, cut from this backend's arena (`arena`); the backend queues those launches, each with its
 buffer, kernel and call path, and decodes them in batches, one per kernel: at flush, or once
 `QUEUE_LAUNCHES` launches are queued or their buffers pass a bound (`queue_bound`). Nothing
@@ -21,12 +21,12 @@ import numpy as np
 
 from ...errors import UsageError
 from ...model.records import CycleLaunch
-from ..backend import Backend, register_backend
+from ..base import Backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
+from .layout import BUF_SIZE_BYTE, HEADER_BYTES
 from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up, widened_row_bytes
 
-HEADER_BYTES = 40  # a CTA slot's header, before its per-unit counts
 # Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
 # temporaries take about four times that. 256 MiB made the sums alone peak past 1 GiB (docs/design.md);
 # at 64 MiB a piece is ~70 launches of a 4096-block kernel, whose fixed cost (kernel launches and
@@ -63,7 +63,7 @@ def host_copy(ops: type[ArrayOps], buffers: list, scratch_size: int,
     if not total:
         return np.zeros(0, np.uint8), scratch_size, ctas
     header = ops.host(ops.concat([s[:, :head] for s in slots]))
-    buf_size = header[:, 12:16].copy().view(np.uint32)[:, 0]
+    buf_size = header[:, BUF_SIZE_BYTE:BUF_SIZE_BYTE + 4].copy().view(np.uint32)[:, 0]
     counts = header[:, HEADER_BYTES:head].copy().view(np.uint32)
     segment = int(buf_size[0]) // num_units
     need = (4 * int(counts.max(initial=0)) + 7) // 8 * 8
@@ -74,7 +74,7 @@ def host_copy(ops: type[ArrayOps], buffers: list, scratch_size: int,
     compact = np.empty((total, head + num_units * need), np.uint8)
     compact[:, :head] = header
     compact[:, head:] = data.reshape(total, num_units * need)
-    compact[:, 12:16].view(np.uint32)[:, 0] = num_units * need  # the slot's buffer size, as cut
+    compact[:, BUF_SIZE_BYTE:BUF_SIZE_BYTE + 4].view(np.uint32)[:, 0] = num_units * need  # as cut
     return compact.reshape(-1), head + num_units * need, ctas
 
 
@@ -274,5 +274,3 @@ class InstrumentationBackend(Backend):
 
             print(f"lepton: warning: {message}", file=sys.stderr)
 
-
-register_backend("instrumentation", InstrumentationBackend)

@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from . import layout
+from lepton.backends.cupti import layout
 
 K, A = layout.Kernel, layout.Api
 THREAD_ID = 4243  # the launching thread of synthetic API records

@@ -17,14 +17,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import exit_signals, writers
-from .collect.backend import Backend, backend_factory, backend_names
-from .collect.timeline import ThreadTimelines
-from .errors import SessionNotFound, UsageError
+from .. import writers
+from ..backends.base import Backend, backend_factory, backend_names
+from ..errors import SessionNotFound, UsageError
+from ..model.aggregate import kernel_paths
+from ..model.profile import Profile
+from ..model.records import CycleLaunch, KernelBatch
+from ..model.timeline import ThreadTimelines
+from . import exit_signals
 from .hot_path import HOT_PATH, HotPath
-from .model.aggregate import kernel_paths
-from .model.profile import Profile
-from .model.records import CycleLaunch, KernelBatch
 from .session import CONTEXTS, DATA_KINDS, FORMATS, Session
 
 

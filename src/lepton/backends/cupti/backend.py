@@ -34,8 +34,8 @@ import numpy as np
 
 from ...errors import UsageError
 from ...model.records import DeviceInfo
-from ..backend import Backend
-from ..timeline import ThreadTimelines
+from ...model.timeline import ThreadTimelines
+from ..base import Backend
 from . import layout
 from .bindings import BufferCompletedFunc, BufferRequestedFunc, CallbackFunc, Cupti, CuptiBusyError
 from .clock import calibrate
@@ -189,7 +189,7 @@ _C_CALLBACK = CallbackFunc(_resource_callback)
 
 def _current_path_of(sink) -> Callable[[], int]:
     """The calling thread's current path id, from the sink (the runtime): its `current_path` if it
-    has one, else its runtime's shadow stacks. Duck-typed: `collect` may not import the runtime."""
+    has one, else its runtime's shadow stacks. Duck-typed: `backends` may not import the runtime."""
     fn = getattr(sink, "current_path", None)
     if fn is None:
         shadow = getattr(getattr(sink, "runtime", None), "shadow", None)

@@ -1,23 +1,15 @@
 """Decodes one launch's profile scratch buffer (all its CTAs) into paired scope intervals.
 
-The layout (Triton's proton passes, circular buffer, cycle metric; all little-endian), one slot of
-`scratch_size` bytes per CTA:
+The buffer's format is `layout`'s: one slot of `scratch_size` bytes per CTA, a 40-byte header, a
+count per warp, then one segment of entries per warp. A slot is read as 32-bit words, never as
+8-byte entries in place: the data starts at word 10 + num_units, which is 8-byte aligned only for an
+even warp count (the kernel copies it out with 32-bit stores). Triton pads each slot to the profile
+scratch alignment (128 bytes), but the host copy cuts slots to `40 + 4 * num_units + num_units *
+written` bytes (`backend.host_copy`): 76 for one warp that wrote four entries. So a slot size need
+only be a whole number of words.
 
-    u32 0xDEADBEEF | u32 program_id | u32 hw_id (SM) | u32 buf_size
-    u64 init_time | u64 pre_final_time | u64 post_final_time      (globaltimer, ns): 40 B header
-    u32 count[num_units]                                          (words written per warp)
-    buf_size bytes of data: one segment of buf_size / num_units bytes per warp
-
-A slot is read as 32-bit words, never as 8-byte entries in place: the data starts at word
-10 + num_units, which is 8-byte aligned only for an even warp count (the kernel copies it out
-with 32-bit stores). Triton pads each slot to the profile scratch alignment (128 bytes), but the
-host copy cuts slots to `40 + 4 * num_units + num_units * written` bytes (`backend.host_copy`):
-76 for one warp that wrote four entries. So a slot size need only be a whole number of words.
-
-An entry is 8 bytes, w0 and w1: START when bit 31 of w0 is clear, scope id = bits 23..30 of w0,
-cycle = (w0 & 0x7FF) << 32 | w1 (a 43-bit clock). A warp that wrote `count // 2` entries into a
-segment that holds `seg // 8` wrapped around: its first entries were overwritten, and the oldest
-survivor sits where the next write would have gone.
+A warp that wrote `count // 2` entries into a segment that holds `seg // 8` wrapped around: its
+first entries were overwritten, and the oldest survivor sits where the next write would have gone.
 
 Pairing follows Proton's `CircularLayoutParser`, per (CTA, warp, scope): a START opens the scope
 unless it is open (START after START: ignored), an END closes it if it is open (END without START:
@@ -30,11 +22,23 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.records import LaunchEvents
-
-PREAMBLE = 0xDEADBEEF
-HEADER_WORDS = 10  # 40 bytes: preamble, program id, hw id, buf_size, three u64 times
-CLOCK_BITS = 43  # 11 high bits in w0, 32 in w1
-ENTRY_BYTES = 8
+from .layout import (
+    BUF_SIZE_WORD,
+    CLOCK_BITS,
+    CLOCK_HIGH_MASK,
+    END_BIT,
+    ENTRY_BYTES,
+    HEADER_WORDS,
+    HW_ID_WORD,
+    INIT_TIME_WORD,
+    POST_FINAL_TIME_WORD,
+    PRE_FINAL_TIME_WORD,
+    PREAMBLE,
+    PREAMBLE_WORD,
+    PROGRAM_ID_WORD,
+    SCOPE_MASK,
+    SCOPE_SHIFT,
+)
 
 
 def decode_launch(raw: np.ndarray, scratch_size: int, num_units: int) -> LaunchEvents:
@@ -96,9 +100,9 @@ def split_launches(events: LaunchEvents, ctas: list[int]) -> list[LaunchEvents]:
 def _good_slots(words: np.ndarray, scratch_size: int, num_units: int, data_word: int,
                 warnings: list[str]) -> np.ndarray:
     """Rows of the slots that can be decoded; one warning per kind of bad slot."""
-    preamble_ok = words[:, 0] == PREAMBLE
+    preamble_ok = words[:, PREAMBLE_WORD] == PREAMBLE
     room = scratch_size - 4 * data_word
-    buf = words[:, 3].astype(np.int64)
+    buf = words[:, BUF_SIZE_WORD].astype(np.int64)
     size_ok = (buf <= room) & (buf % (num_units * ENTRY_BYTES) == 0)
     if (~preamble_ok).any():
         bad = np.flatnonzero(~preamble_ok)
@@ -121,15 +125,16 @@ def _u64(words: np.ndarray, at: int) -> np.ndarray:
 
 
 def _per_cta(out: LaunchEvents, words: np.ndarray) -> None:
-    out.cta_ids = words[:, 1].astype(np.int64)
-    out.hw_ids = words[:, 2].astype(np.int64)
-    out.init_ns, out.pre_final_ns, out.post_final_ns = _u64(words, 4), _u64(words, 6), _u64(words, 8)
+    out.cta_ids = words[:, PROGRAM_ID_WORD].astype(np.int64)
+    out.hw_ids = words[:, HW_ID_WORD].astype(np.int64)
+    out.init_ns, out.pre_final_ns, out.post_final_ns = (
+        _u64(words, INIT_TIME_WORD), _u64(words, PRE_FINAL_TIME_WORD), _u64(words, POST_FINAL_TIME_WORD))
     out.num_ctas = len(words)
 
 
 def _by_buf_size(words: np.ndarray):
     """(buf_size, rows) for each distinct buf_size: one for every kernel seen so far."""
-    sizes = words[:, 3]
+    sizes = words[:, BUF_SIZE_WORD]
     for buf in np.unique(sizes).tolist():
         yield buf, np.flatnonzero(sizes == buf)
 
@@ -147,7 +152,7 @@ def _intervals(all_words: np.ndarray, rows: np.ndarray, data_word: int, num_unit
     if dropped.any():
         c, u = np.nonzero(dropped)
         warnings.append(f"circular buffer wrapped: {int(dropped.sum())} event(s) dropped in "
-                        f"{len(c)} warp(s) (first: CTA {int(words[c[0], 1])} warp {int(u[0])}, "
+                        f"{len(c)} warp(s) (first: CTA {int(words[c[0], PROGRAM_ID_WORD])} warp {int(u[0])}, "
                         f"{int(counts[c[0], u[0]])} written, room for {cap}); raise the mode's buffer_size (buffer_type=global where "
                         f"shared memory is short)")
     entries = words[:, data_word:data_word + num_units * seg_words].reshape(n_ctas, num_units, seg_words)
@@ -166,8 +171,9 @@ def _intervals(all_words: np.ndarray, rows: np.ndarray, data_word: int, num_unit
         flat = flat[index]
     w0, w1 = flat[:, 0].astype(np.int64), flat[:, 1].astype(np.int64)
     events = {"segment": index // cap, "num_units": num_units,  # (CTA, warp), in write order
-              "is_start": (w0 >> 31) == 0, "scope": (w0 >> 23) & 0xFF, "cycle": ((w0 & 0x7FF) << 32) | w1}
-    pairs = _pair(events, warnings, words[:, 1])
+              "is_start": (w0 >> END_BIT) == 0, "scope": (w0 >> SCOPE_SHIFT) & SCOPE_MASK,
+              "cycle": ((w0 & CLOCK_HIGH_MASK) << 32) | w1}
+    pairs = _pair(events, warnings, words[:, PROGRAM_ID_WORD])
     pairs["cta_index"] = rows[pairs.pop("cta_i")]
     pairs["dropped"] = int(dropped.sum())
     return pairs
@@ -179,7 +185,7 @@ def _pair(ev: dict, warnings: list[str], program_ids: np.ndarray) -> dict:
     the END) and is not an END before any START; accepted events then alternate START, END."""
     # Events arrive grouped by segment (CTA, warp) in write order; a stable sort by
     # (segment, scope) groups them per scope and keeps the write order within each group.
-    key = ev["segment"] * 256 + ev["scope"]
+    key = ev["segment"] * (SCOPE_MASK + 1) + ev["scope"]
     if len(key) > 1 and (key[1:] < key[:-1]).any():
         order = np.argsort(key, kind="stable")
         key, segment, scope = key[order], ev["segment"][order], ev["scope"][order]

@@ -1,4 +1,4 @@
-"""The Backend protocol and the registry of backends.
+"""The Backend protocol and the table of backends.
 
 A backend collects kernel records from one vendor API and delivers them, in bulk, to a `KernelSink`
 (see `model.records`). The public `start`/`stop`/`flush` own idempotence and locking; subclasses do
@@ -11,13 +11,16 @@ to the clock its launch times are on. Nothing is called per scope: the marks are
 """
 from __future__ import annotations
 
+import importlib
+import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import UsageError
 from ..model.records import DeviceInfo, KernelSink
-from .timeline import ThreadTimelines
+from ..model.timeline import ThreadTimelines
 
 
 class Backend:
@@ -102,17 +105,62 @@ class Backend:
         launch hook marks the Python stack of each Triton launch: path + 1, then 0 after it."""
 
 
-_REGISTRY: dict[str, Callable[[str], Backend]] = {}
+@dataclass(frozen=True)
+class BackendEntry:
+    """Where a backend lives: `module` is imported when a session first uses it (so that `import
+    lepton` loads no vendor library), and its `factory(mode)` builds the backend."""
+
+    module: str
+    factory: str
+    needs_gpu: bool = False  # refused in one line where no NVIDIA GPU is usable (`api.start`)
 
 
-def register_backend(name: str, factory: Callable[[str], Backend]) -> None:
-    """Makes `start(backend=name)` available. `factory(mode)` builds the backend."""
-    _REGISTRY[name.lower()] = factory
+# The backends a user can name (`start(backend=...)`, `lepton -b`): `api`, the CLI and the
+# registry all read this table.
+BACKENDS: dict[str, BackendEntry] = {
+    "cpu": BackendEntry("lepton.backends.cpu", "CpuOnlyBackend"),
+    # mode "" (kernel records) or "pcsampling[:interval=N]" (instruction sampling)
+    "cupti": BackendEntry("lepton.backends.cupti", "make_cupti_backend", needs_gpu=True),
+    "instrumentation": BackendEntry("lepton.backends.instrumentation.backend", "InstrumentationBackend",
+                                    needs_gpu=True),
+}
+
+# Backends from outside the package, as `name=module:factory[,name=module:factory...]`, which the
+# package cannot list: the tests name their fake backend (tests/twins) here, so that it ships in no
+# wheel and no user is offered it.
+EXTRA_BACKENDS_VARIABLE = "LEPTON_EXTRA_BACKENDS"
+
+
+def extra_backends(text: str) -> dict[str, BackendEntry]:
+    """The entries that `LEPTON_EXTRA_BACKENDS`'s `text` names."""
+    entries = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, where = item.partition("=")
+        module, _, factory = where.partition(":")
+        if not (name.strip() and module.strip() and factory.strip()):
+            raise UsageError(f"{EXTRA_BACKENDS_VARIABLE}: {item!r} is not name=module:factory")
+        entries[name.strip().lower()] = BackendEntry(module.strip(), factory.strip())
+    return entries
+
+
+def backend_table() -> dict[str, BackendEntry]:
+    """`BACKENDS` and the extra backends of this process's environment (which never replace one of
+    `BACKENDS`)."""
+    return {**extra_backends(os.environ.get(EXTRA_BACKENDS_VARIABLE, "")), **BACKENDS}
 
 
 def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(backend_table())
+
+
+def backend_entry(name: str) -> BackendEntry | None:
+    return backend_table().get(name.lower())
 
 
 def backend_factory(name: str) -> Callable[[str], Backend] | None:
-    return _REGISTRY.get(name.lower())
+    """What builds backend `name` from a mode (its module imported now), or None for a name that no
+    table lists."""
+    entry = backend_entry(name)
+    if entry is None:
+        return None
+    return getattr(importlib.import_module(entry.module), entry.factory)

@@ -2,7 +2,7 @@
 
 This module owns each thread's scope state (`ThreadState`) and is the only code that writes marks
 on the threads' time lines, which the backends read to find each launch's call path
-(`collect.timeline`). Every encoding of a mark is here, the copies inlined for speed included (the
+(`model.timeline`). Every encoding of a mark is here, the copies inlined for speed included (the
 fast paths of `scope`), so that they can be checked against each other
 (`tests/unit/test_hot_path_marks.py`). A mark, appended to the thread's `ThreadLog.marks`:
 
@@ -31,12 +31,12 @@ import threading
 import time
 from typing import Any
 
-from .collect.python_stacks import enter_python_scope, exit_python_scope, python_path
-from .collect.timeline import ThreadTimelines
-from .errors import UsageError
-from .model.metrics import check_metrics
-from .model.paths import INTERNAL, ROOT, PathTable
-from .model.trace import ScopeEvent
+from ..errors import UsageError
+from ..model.metrics import check_metrics
+from ..model.paths import INTERNAL, ROOT, PathTable
+from ..model.timeline import ThreadTimelines
+from ..model.trace import ScopeEvent
+from .python_stacks import enter_python_scope, exit_python_scope, python_path
 
 
 def append_mark(marks: list[int], now: int, path: int) -> None:
@@ -453,7 +453,7 @@ class scope:
         self.metrics = metrics
         self._pid = -1
         self._t0 = 0  # set while a trace session times this scope
-        # Its python-context anchor (`collect.python_stacks`); `_anchors`, the thread's anchors it
+        # Its python-context anchor (`runtime.python_stacks`); `_anchors`, the thread's anchors it
         # is on, is set with it (not here: every scope object is made on the hot path).
         self._anchor: tuple | None = None
 

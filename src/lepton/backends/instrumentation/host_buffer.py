@@ -8,8 +8,9 @@ u32, little-endian:
     scratch_mem_size (profile_scratch_size) | uid_num | uid_vec[uid_num]       header_size bytes
     payload: the launch's scratch buffer as the kernel left it (block_num CTA slots, padding)
 
-header_size = 40 + 4 * uid_num. The payload's slots are in the layout `decode` reads;
-`read_host_buffer` reads one back (`bench/store_gap.py` decodes Proton's with it).
+header_size = 40 + 4 * uid_num (the constants are `layout`'s). The payload's slots are in the
+layout `decode` reads; `read_host_buffer` reads one back (`bench/store_gap.py` decodes Proton's with
+it).
 """
 from __future__ import annotations
 
@@ -17,10 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-VERSION = 1
-HEADER_OFFSET = 4  # where the header's fields after `version` start
-FIXED_HEADER_BYTES = 40  # the ten u32 fields before uid_vec
-DEVICE_TYPES = {"cuda": 1, "hip": 2}
+from .layout import DEVICE_TYPES, HOST_BUFFER_VERSION, HOST_FIXED_HEADER_BYTES, HOST_HEADER_OFFSET
 
 
 def recorded_units(num_warps: int, selective: bool, sampling_options: str) -> list[int]:
@@ -38,8 +36,8 @@ def host_buffer(payload: np.ndarray, *, scratch_size: int, num_warps: int, targe
     """The header above followed by `payload` (the launch's whole scratch buffer, uint8), as one
     uint8 array."""
     payload = np.ascontiguousarray(payload, dtype=np.uint8).reshape(-1)
-    header_size = FIXED_HEADER_BYTES + 4 * len(units)
-    fields = [VERSION, HEADER_OFFSET, header_size, header_size, payload.size,
+    header_size = HOST_FIXED_HEADER_BYTES + 4 * len(units)
+    fields = [HOST_BUFFER_VERSION, HOST_HEADER_OFFSET, header_size, header_size, payload.size,
               DEVICE_TYPES.get(target_backend, 0), payload.size // scratch_size, num_warps, scratch_size,
               len(units), *units]
     out = np.empty(header_size + payload.size, np.uint8)
@@ -66,12 +64,12 @@ def read_host_buffer(buffer) -> HostBuffer:
     decodes the launch. Raises ValueError on a header that is not version 1."""
     array = buffer.numpy() if hasattr(buffer, "numpy") else buffer
     raw = np.ascontiguousarray(array, dtype=np.uint8).reshape(-1)
-    fields = raw[:FIXED_HEADER_BYTES].view("<u4").tolist()
+    fields = raw[:HOST_FIXED_HEADER_BYTES].view("<u4").tolist()
     version, _, header_size, payload_offset, payload_size, device_type, ctas, num_warps, scratch, uid_num = \
         fields
-    if version != VERSION or header_size != FIXED_HEADER_BYTES + 4 * uid_num:
-        raise ValueError(f"not a version-{VERSION} host buffer (version {version}, header "
+    if version != HOST_BUFFER_VERSION or header_size != HOST_FIXED_HEADER_BYTES + 4 * uid_num:
+        raise ValueError(f"not a version-{HOST_BUFFER_VERSION} host buffer (version {version}, header "
                          f"{header_size} bytes for {uid_num} units)")
-    units = raw[FIXED_HEADER_BYTES:header_size].view("<u4").tolist()
+    units = raw[HOST_FIXED_HEADER_BYTES:header_size].view("<u4").tolist()
     payload = raw[payload_offset:payload_offset + payload_size]
     return HostBuffer(payload, scratch, num_warps, ctas, units, device_type)

@@ -24,9 +24,9 @@ import threading
 
 import numpy as np
 
-from ...model.records import AT_ROOT, ChildNode, KernelBatch
-from . import pcs_layout as L
-from .pcs_decode import LineCounts, metrics_of
+from ....model.records import AT_ROOT, ChildNode, KernelBatch
+from . import layout as L
+from .decode import LineCounts, metrics_of
 
 
 def split(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:

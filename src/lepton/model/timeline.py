@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..model.paths import INTERNAL, ROOT
+from .paths import INTERNAL, ROOT
 
 
 class ThreadCensus:

@@ -101,7 +101,7 @@ class Collector:
         self.hooked_stacks_at: PathsAt | None = None
         self._hooked_stack = np.zeros(1 << table_bits, np.int64)
         # Called with each batch before it is delivered, under `lock` (instruction sampling puts
-        # its samples on the batch's `launch_metrics` there: `pcs_attribute`).
+        # its samples on the batch's `launch_metrics` there: `pcsampling.attribute`).
         self.before_ingest: Callable[[KernelBatch], None] | None = None
 
     # -- intake (CUPTI buffer thread) ----------------------------------------------------------------

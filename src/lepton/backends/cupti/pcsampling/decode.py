@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import pcs_layout as L
+from . import layout as L
 
 
 class DecodeError(RuntimeError):

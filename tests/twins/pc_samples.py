@@ -6,8 +6,8 @@ import ctypes
 
 import numpy as np
 
-from . import pcs_layout as L
-from .pcs_decode import SampleBuffers
+from lepton.backends.cupti.pcsampling import layout as L
+from lepton.backends.cupti.pcsampling.decode import SampleBuffers
 
 # Stall reasons as an H100's CUPTI lists them (a subset, with a `_not_issued` twin for some).
 REASONS = [

@@ -5,12 +5,12 @@ What it does differently from Proton 3.6, and why it is cheap:
   `cuCtxSynchronize` and no start/stop per launch, kernels stay concurrent (CONCURRENT_KERNEL
   records, as in the default mode);
 - CUPTI's buffers are drained (`cuptiPCSamplingGetData`) while the program runs, by a background
-  thread every `DRAIN_PERIOD_S` (`pcs_drain`), so they never fill however long the run; also at each
-  flush and at module unload; the drains are decoded with numpy (`pcs_decode`);
+  thread every `DRAIN_PERIOD_S` (`drain`), so they never fill however long the run; also at each
+  flush and at module unload; the drains are decoded with numpy (`decode`);
 - a CUPTI failure in a drain never loses the profile: the kernel times and the samples drained
   before it are kept, and one line says what failed and what was dropped;
 - samples are attributed to call paths when the kernel records of their launches are delivered
-  (`pcs_attribute`), since `correlationId` is 0 in continuous mode;
+  (`attribute`), since `correlationId` is 0 in continuous mode;
 - cubins are kept by CRC from every module loaded while sampling and from Triton's compiled kernels
   (also those compiled before `start`), so source lines resolve for every Triton kernel Lepton has
   seen (`cuptiGetSassToSourceCorrelation`, cached per function and PC offset).
@@ -30,15 +30,15 @@ from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
 
-from ...errors import BackendError, UsageError
-from . import layout
-from . import pcs_layout as L
+from ....errors import BackendError, UsageError
+from .. import layout
+from ..backend import CuptiBackend
+from ..bindings import Cupti, CuptiError
+from . import layout as L
 from . import sass as sass_extras
-from .backend import CuptiBackend
-from .bindings import Cupti, CuptiError
-from .pcs_attribute import SampleAttributor
-from .pcs_decode import SampleBuffers, StallTable, by_line
-from .pcs_drain import Drainer
+from .attribute import SampleAttributor
+from .decode import SampleBuffers, StallTable, by_line
+from .drain import Drainer
 
 SASS_KERNELS = 10  # kernels whose hottest instructions a profile keeps, the most sampled first
 PCS_PER_GET = 4096  # PCs per cuptiPCSamplingGetData: 4096 x (64 B + ~40 reasons x 8 B) ≈ 1.5 MiB

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..model.records import DeviceInfo, KernelBatch
-from .backend import Backend, register_backend
+from lepton.backends.base import Backend
+from lepton.model.records import DeviceInfo, KernelBatch
 
 # The H200 of the proton-3.6 fixtures, so fake profiles have the same device block.
 H200 = DeviceInfo(arch="90", num_sms=132, clock_rate_khz=1_980_000, memory_clock_rate_khz=3_201_000,
@@ -84,12 +84,3 @@ class FakeBackend(Backend):
     def device_info(self, device_id: int) -> DeviceInfo | None:
         return self.devices.get(device_id)
 
-
-class CpuOnlyBackend(Backend):
-    """Used where no GPU is found: no kernels, CPU scopes and metrics only."""
-
-    name = "cpu"
-
-
-register_backend("fake", FakeBackend)
-register_backend("cpu", CpuOnlyBackend)

@@ -1,7 +1,7 @@
 """The compiler side of `backend="instrumentation"`: Triton's own proton passes, added to the NVIDIA
 backend's pipeline in Proton's order (`compiler.instrumentation`), with two things Proton lacks:
 - each kernel's profile buffer sized to what its warps can write, where that is bounded
-  (`collect.instrumentation.sizing`), unless the mode names a buffer size;
+  (`sizing`), unless the mode names a buffer size;
 - a failure of the passes on a kernel is one line naming the kernel, the mode and what to change,
   instead of MLIR's bare `PassManager::run failed`.
 Both come from wrapping the `llir` stage (Triton's `add_stages_inspection_hook`), which sees each
@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import threading
 
-from ..collect.instrumentation.arena import ALIGNMENT
-from ..collect.instrumentation.sizing import auto_buffer_size
-from ..errors import UsageError
-from ..mode import Granularity, InstrumentationMode, Optimize, SamplingStrategy
+from ...errors import UsageError
+from ...mode import Granularity, InstrumentationMode, Optimize, SamplingStrategy
+from .arena import ALIGNMENT
+from .sizing import auto_buffer_size
 
 _KERNEL_NAME = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)")
 

@@ -16,13 +16,13 @@ import time
 
 import numpy as np
 
-from .errors import UsageError
-from .model.cycles import merge_sums
-from .model.metrics import coerce_metric_value, parse_metric_name
-from .model.profile import RunCommand
-from .model.records import UNKNOWN_LAUNCH_NS, KernelBatch, PhaseData
-from .model.trace import ScopeEvent, TraceData
-from .model.tree import TreeData
+from ..errors import UsageError
+from ..model.cycles import merge_sums
+from ..model.metrics import coerce_metric_value, parse_metric_name
+from ..model.profile import RunCommand
+from ..model.records import UNKNOWN_LAUNCH_NS, KernelBatch, PhaseData
+from ..model.trace import ScopeEvent, TraceData
+from ..model.tree import TreeData
 
 CONTEXTS = ("shadow", "python")
 TIMELINE_ENV = "LEPTON_TRACE_TIMELINE"  # "1": a trace session also records CPU scope instances
