@@ -241,7 +241,7 @@ class InstrumentationBackend(Backend):
             sums = batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units, sorted(kernel.scope_names))
         self._count(kernel, len(batch), sums if isinstance(sums, HostReason) else None)
         if not isinstance(sums, HostReason):
-            per_launch = [(None, sums.launch(i)) for i in range(len(batch))]
+            per_launch = [(None, launch_sums) for launch_sums in sums.launches()]
         else:  # every interval, for a trace or to say what was wrong with a buffer
             raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
             decoded = decode_launch(raw, slot, kernel.num_units)

@@ -142,13 +142,43 @@ class ArrayOps:
         return np.asarray(a)
 
 
+def contiguous_runs(starts: list[int], sizes: list[int], scratch_size: int) -> list[tuple[int, int]]:
+    """Index ranges `[first, end)` of buffers that follow each other in memory (`starts`: addresses
+    within one allocation, `sizes`: bytes), each but the last of a range a whole number of slots, so
+    that one view covers the range's slots in launch order."""
+    runs, first = [], 0
+    for i in range(1, len(starts)):
+        if sizes[i - 1] % scratch_size or starts[i] != starts[i - 1] + sizes[i - 1]:
+            runs.append((first, i))
+            first = i
+    if starts:
+        runs.append((first, len(starts)))
+    return runs
+
+
 class TorchOps(ArrayOps):
     @staticmethod
     def slots(buffers: list, scratch_size: int) -> list:
+        """One (CTAs, slot words) view per run of launches that the arena cut one after another
+        (`contiguous_runs`): the views cost host time per tensor, the launches of a queue are
+        thousands."""
         import torch
 
-        return [b[:b.shape[0] // scratch_size * scratch_size].view(torch.int32).reshape(-1, scratch_size // 4)
-                for b in buffers]
+        by_storage: list = []  # runs never span two chunks
+        for b in buffers:
+            if by_storage and by_storage[-1][0] == b.untyped_storage().data_ptr():
+                by_storage[-1][1].append(b)
+            else:
+                by_storage.append((b.untyped_storage().data_ptr(), [b]))
+        views = []
+        for _, group in by_storage:
+            sizes = [b.shape[0] for b in group]
+            for first, end in contiguous_runs([b.data_ptr() for b in group], sizes, scratch_size):
+                nbytes = sum(sizes[first:end])
+                run = group[first] if end - first == 1 else group[first].as_strided((nbytes,), (1,))
+                views.append(run[:nbytes // scratch_size * scratch_size].view(torch.int32)
+                             .reshape(-1, scratch_size // 4))
+        return views
 
     @staticmethod
     def words(buffers: list, scratch_size: int, first: int, end: int):
@@ -288,6 +318,15 @@ class BatchSums:
         have = self.intervals[i] > 0
         return ScopeSums([s for s, h in zip(self.scope_ids, have) if h], self.cycles[i][have].tolist(),
                          self.ns[i][have].tolist(), self.num_units * self.ctas[i])
+
+    def launches(self) -> list[ScopeSums]:
+        """Every launch's sums, as `launch(i)` gives them, converted to Python once for the batch."""
+        out = []
+        for have, cycles, ns, ctas in zip((self.intervals > 0).tolist(), self.cycles.tolist(), self.ns.tolist(),
+                                          self.ctas):
+            out.append(ScopeSums([s for s, h in zip(self.scope_ids, have) if h], [c for c, h in zip(cycles, have) if h],
+                                 [n for n, h in zip(ns, have) if h], self.num_units * ctas))
+        return out
 
 
 def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
