@@ -23,9 +23,13 @@ def test_a_foreign_clock_is_read_for_the_marks_and_mapped_to_nanoseconds():
     mark_clock, clock_map = calibrate(tsc)
     assert mark_clock is tsc
     assert abs(clock_map.scale - 1 / 3) < 1e-3
+    before = time.time_ns()
     now_ticks = tsc()
+    after = time.time_ns()
     host = int(clock_map.to_host(np.array([now_ticks]))[0])
-    assert abs(host - time.time_ns()) < 1_000_000  # within 1 ms of the wall clock
+    # within 20 ms of the wall clock around the read: a loaded 2-core CI host preempts the
+    # calibration's reads for a few ms; a wrong scale or offset is off by seconds
+    assert before - 20_000_000 < host < after + 20_000_000
 
 
 def test_an_offset_map_shifts_times():
