@@ -50,17 +50,18 @@ class ArrayOps:
                 .reshape(-1, scratch_size // 4) for b in buffers]
 
     @staticmethod
-    def words(buffers: list, scratch_size: int, first: int, end: int):
-        """Words `first:end` of every slot of the launches, as one (CTAs, words) int64 array."""
-        parts = [s[:, first:end] for s in ArrayOps.slots(buffers, scratch_size)]
+    def words(slots: list, first: int, end: int):
+        """Words `first:end` of every slot of the launches (`slots()`), as one (CTAs, words) int64
+        array."""
+        parts = [s[:, first:end] for s in slots]
         return ArrayOps.concat(parts).astype(np.int64)
 
     @staticmethod
-    def segments(buffers: list, scratch_size: int, first: int, num_units: int, seg_words: int, width: int):
+    def segments(slots: list, first: int, num_units: int, seg_words: int, width: int):
         """The first `width` words of each unit's segment (which starts at word `first` of its
         slot), entry first: one (width, CTAs, units) int64 array. Only these words are read."""
         parts = [s[:, first:first + num_units * seg_words].reshape(-1, num_units, seg_words)[:, :, :width]
-                 for s in ArrayOps.slots(buffers, scratch_size)]
+                 for s in slots]
         return np.moveaxis(ArrayOps.concat(parts), 2, 0).astype(np.int64)
 
     @staticmethod
@@ -166,10 +167,11 @@ class TorchOps(ArrayOps):
 
         by_storage: list = []  # runs never span two chunks
         for b in buffers:
-            if by_storage and by_storage[-1][0] == b.untyped_storage().data_ptr():
+            storage = b.untyped_storage().data_ptr()
+            if by_storage and by_storage[-1][0] == storage:
                 by_storage[-1][1].append(b)
             else:
-                by_storage.append((b.untyped_storage().data_ptr(), [b]))
+                by_storage.append((storage, [b]))
         views = []
         for _, group in by_storage:
             sizes = [b.shape[0] for b in group]
@@ -181,18 +183,18 @@ class TorchOps(ArrayOps):
         return views
 
     @staticmethod
-    def words(buffers: list, scratch_size: int, first: int, end: int):
+    def words(slots: list, first: int, end: int):
         import torch
 
-        parts = [s[:, first:end] for s in TorchOps.slots(buffers, scratch_size)]
+        parts = [s[:, first:end] for s in slots]
         return TorchOps.concat(parts).to(torch.int64) & 0xFFFFFFFF
 
     @staticmethod
-    def segments(buffers: list, scratch_size: int, first: int, num_units: int, seg_words: int, width: int):
+    def segments(slots: list, first: int, num_units: int, seg_words: int, width: int):
         import torch
 
         parts = [s[:, first:first + num_units * seg_words].reshape(-1, num_units, seg_words)[:, :, :width]
-                 for s in TorchOps.slots(buffers, scratch_size)]
+                 for s in slots]
         # permuted as int32 (half the bytes), then widened: torch scans fast along a non-innermost axis
         return TorchOps.concat(parts).permute(2, 0, 1).contiguous().to(torch.int64) & 0xFFFFFFFF
 
@@ -341,7 +343,8 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
         return HostReason.EMPTY
     if data_word > scratch_size // 4:
         return HostReason.BAD_SLOT
-    head = ops.words(buffers, scratch_size, 0, data_word)  # (CTAs, header words)
+    slots = ops.slots(buffers, scratch_size)  # once: a view costs host time per run of launches
+    head = ops.words(slots, 0, data_word)  # (CTAs, header words)
     layout = written_layout(ops, head, scratch_size, num_units)
     if isinstance(layout, HostReason):
         return layout
@@ -349,7 +352,7 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
     # (entry word, CTA, warp): only the words the busiest warp wrote, widened; the scans below run
     # along the entries, which torch scans fast only when that axis is not the innermost
     # (docs/design.md: 12x on the H100).
-    entries = ops.segments(buffers, scratch_size, data_word, num_units, seg_words, width)
+    entries = ops.segments(slots, data_word, num_units, seg_words, width)
     per_row, ends, first, last, checks = _scope_rows(ops, entries, head[:, HEADER_WORDS:] // 2, scope_ids)
     ok = ops.host(ops.scalars(checks))
     if not ok[0]:
@@ -448,7 +451,7 @@ def widened_row_bytes(ops: type[ArrayOps], buffers: list, scratch_size: int, num
     data_word = HEADER_WORDS + num_units
     if not is_slot_size(scratch_size) or data_word > scratch_size // 4 or not buffers:
         return 2 * scratch_size
-    most = int(ops.host(ops.words(buffers, scratch_size, HEADER_WORDS, data_word).max()))
+    most = int(ops.host(ops.words(ops.slots(buffers, scratch_size), HEADER_WORDS, data_word).max()))
     return 8 * (data_word + num_units * min(max(2, most), scratch_size // 4))
 
 
