@@ -2,6 +2,7 @@
 13 lays them out, through the real decoder, the attribution and the hatchet writer."""
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 
@@ -190,12 +191,13 @@ def test_the_cupti_backend_takes_pcsampling_and_refuses_other_modes():
     assert isinstance(b, PCSamplingBackend) and b.period_log2 == 12 and b.mode == "pcsampling:interval=4096"
 
 
-def test_the_lines_view_lists_a_kernels_hottest_lines_with_shares_and_stalls(capsys):
-    from lepton.viewer.lines import main
+def test_the_lines_view_lists_a_kernels_hottest_lines_with_shares_and_stalls():
+    from lepton.viewer.lines import show_lines
 
     profile = Path(__file__).resolve().parents[1] / "data" / "proton_3_6" / "pcsampling_lines.hatchet"
-    assert main([str(profile), "-k", "^step/work", "-n", "2"]) == 0
-    out = capsys.readouterr().out
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert show_lines(str(profile), 2, "^step/work", stdout, stderr) == 0
+    out = stdout.getvalue()
     assert out.startswith("step/work  (293730 samples)")
     assert "78.5%  /home/user/bench/in_kernel_workload.py:34@work" in out
     assert "stalls: selected 62%, long_scoreboard 28%" in out

@@ -29,11 +29,16 @@ class FilterError(ValueError):
     """A bad pattern, or a filter that leaves nothing to show. The message is one line."""
 
 
-def _matches(tree: Tree, pattern: str, aliases: Sequence[str] | None) -> np.ndarray:
+def compiled(pattern: str) -> re.Pattern:
+    """`pattern` compiled, or FilterError saying why it is no regular expression."""
     try:
-        regex = re.compile(pattern)
+        return re.compile(pattern)
     except re.error as err:
         raise FilterError(f"invalid regular expression '{pattern}': {err}") from err
+
+
+def _matches(tree: Tree, pattern: str, aliases: Sequence[str] | None) -> np.ndarray:
+    regex = compiled(pattern)
     names = tree.names
     hits = [regex.match(name) is not None for name in names]
     if aliases is not None:  # also match the demangled name, which is what the user sees

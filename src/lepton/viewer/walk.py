@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model.hatchet_names import LAUNCH_METADATA_PREFIX, LAUNCH_METADATA_SCOPE
 from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT
 
-METADATA_SCOPE_NAME = "__proton_launch_metadata"
-METADATA_PREFIX = METADATA_SCOPE_NAME + ":"
 NO_METRICS: dict = {}  # shared by the nodes without metrics
 
 
@@ -48,7 +47,7 @@ class Walk:
 
 
 def is_metadata(name) -> bool:
-    return name == METADATA_SCOPE_NAME or (name.__class__ is str and name.startswith(METADATA_PREFIX))
+    return name == LAUNCH_METADATA_SCOPE or (name.__class__ is str and name.startswith(LAUNCH_METADATA_PREFIX))
 
 
 _END = object()

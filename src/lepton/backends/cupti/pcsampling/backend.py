@@ -31,6 +31,7 @@ from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 import numpy as np
 
 from ....errors import BackendError, UsageError
+from ....model.hatchet_names import SASS_CODE_KEY, SASS_KEY
 from .. import layout
 from ..backend import CuptiBackend
 from ..bindings import Cupti, CuptiError
@@ -444,9 +445,9 @@ class PCSamplingBackend(CuptiBackend):
                 packed = sass_extras.packed_code(self._cubins.get(crc), function, arch)
                 if packed is not None:
                     code[function] = packed
-        extras = {"sass": sass} if sass else {}
+        extras = {SASS_KEY: sass} if sass else {}
         if code:
-            extras["sass_code"] = code
+            extras[SASS_CODE_KEY] = code
         return extras
 
     def _report(self) -> None:
