@@ -34,7 +34,6 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # an uncaught exception, as python
 EXIT_USAGE = 2  # bad command line, as python and argparse
 EXIT_SIGINT = 128 + signal.SIGINT  # 130, what a shell reports for Ctrl-C
-EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
 
 # torchrun sets RANK; Open MPI's mpirun sets OMPI_COMM_WORLD_RANK. The first one set wins.
 RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK")

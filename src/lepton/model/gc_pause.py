@@ -10,7 +10,7 @@ from contextlib import contextmanager
 def gc_paused() -> Iterator[None]:
     """Pauses the cyclic garbage collector, restoring it as it was. Building or parsing a tree
     allocates millions of containers and no cycles, which the collector would otherwise rescan
-    again and again; so pausing leaves no garbage behind."""
+    again and again (docs/design.md, "Writers"); so pausing leaves no garbage behind."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
 from .derive import Column
 from .flat_tree import NO_PARENT, Tree, depths_of, group_sum
 
-NameFormat = Literal["full", "file_function_line", "function_line", "file_function"]
 NAME_FORMATS: tuple[str, ...] = ("full", "file_function_line", "function_line", "file_function")
 
 

@@ -129,7 +129,7 @@ class WalkBuilder:
     def metrics(self, metrics: dict) -> None:
         if metrics.__class__ is dict and metrics:
             # json's decoder makes new key and value strings for each object read on its own:
-            # sharing them saves ~200 bytes a kernel (1M nodes: 100 MB).
+            # sharing them saves memory on every kernel node (docs/design.md, "The viewer").
             strings = self._strings
             metrics = {strings.setdefault(key, key): strings.setdefault(value, value) if value.__class__ is str else value
                        for key, value in metrics.items()}

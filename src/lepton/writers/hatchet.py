@@ -1,6 +1,6 @@
 """Proton's hatchet JSON: `[tree, device_info]`, keys sorted, indent 4, a newline before and after.
 
-Byte-compatible with Triton 3.6's writer (checked against `fixtures/proton-3.6`): kernel nodes carry
+Byte-compatible with Triton 3.6's writer (checked against `tests/data/proton_3_6`): kernel nodes carry
 `time (ns)`, `count`, `device_id` and `device_type` (ids as strings); ROOT carries a zero for
 `count` and `time (ns)` when there are kernels and for every non-exclusive user metric, which is what
 makes proton-viewer treat those metrics as inclusive.
@@ -105,5 +105,5 @@ def render(profile: Profile) -> bytes:
     pieces.insert(0, "\n")
     pieces.append("\n")
     text = "".join(pieces)
-    del pieces  # at most two copies of the text alive at once (900 MB each at 5,000 levels)
+    del pieces  # at most two copies of the text alive at once: a deep profile's text is large
     return text.encode()
