@@ -19,9 +19,10 @@ import signal
 import sys
 import traceback
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from types import FrameType
+from typing import Any, Literal
 
 from .. import __version__, api, writers
 from ..backends.base import backend_names
@@ -34,6 +35,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1  # an uncaught exception, as python
 EXIT_USAGE = 2  # bad command line, as python and argparse
 EXIT_SIGINT = 128 + signal.SIGINT  # 130, what a shell reports for Ctrl-C
+_Handler = Callable[[int, FrameType | None], Any] | int | None  # what signal.getsignal returns
 
 # torchrun sets RANK; Open MPI's mpirun sets OMPI_COMM_WORLD_RANK. The first one set wins.
 RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK")
@@ -362,7 +364,7 @@ class RunSignals:
 
     def __init__(self) -> None:
         self.received: list[int] = []
-        self._saved: dict[int, object] = {}
+        self._saved: dict[int, _Handler] = {}
 
     def __enter__(self) -> RunSignals:  # noqa: PYI034  (typing.Self needs 3.11; we support 3.10)
         exit_signals.hold()

@@ -216,10 +216,12 @@ def _write_report(options: ViewOptions, html: str, stdout: TextIO, stderr: TextI
     if len(trees) > 1:
         check_one_run(trees, paths)
     tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
-    other = load_profile(options.diff_file) if options.diff_file else None
+    other, other_name = None, None
+    if options.diff_file:
+        other, other_name = load_profile(options.diff_file), os.path.basename(options.diff_file)
     render = render_options(options, stdout)
     title = os.path.basename(options.file) + (f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})" if len(paths) > 1 else "")
-    text = report_html(tree, title, render, other, os.path.basename(options.diff_file) if other is not None else None)
+    text = report_html(tree, title, render, other, other_name)
     try:
         with open(html, "w", encoding="utf-8") as f:
             f.write(text)
