@@ -143,8 +143,7 @@ def test_samples_of_a_kernel_launched_from_two_scopes_split_by_kernel_time():
     """
     paths = PathTable()
     a, b_ = paths.child(0, "a"), paths.child(0, "b")
-    time.sleep(0.001)
-    now = time.time_ns() + 10**6
+    now = time.time_ns() + 10**9  # after profile_of's session starts, however loaded the machine
     kb = batch(paths, [(a, "foo", 100), (b_, "foo", 100), (a, "foo", 200), (a, "other", 50)], now)
     att = SampleAttributor(period_log2=10)
     buf = filled([(7, FOO, 0x10, [(0, 400), (1, 40)]), (7, FOO, 0x40, [(2, 8)])])
@@ -168,7 +167,7 @@ def test_samples_of_a_kernel_launched_from_two_scopes_split_by_kernel_time():
 
 def test_samples_of_a_function_not_in_the_batch_wait_for_one_that_has_it():
     paths = PathTable()
-    now = time.time_ns() + 10**6
+    now = time.time_ns() + 10**9  # after profile_of's session starts, however loaded the machine
     att = SampleAttributor(period_log2=12)
     att.add(by_line(filled([(8, BAR, 0x10, [(0, 4)])]).decode(), table(), syn_name, lines))
     first = batch(paths, [(0, "foo", 100)], now)
