@@ -99,7 +99,8 @@ class InstrumentationMode(BaseMode):
         s(self, "buffer_strategy", _enum(buffer_strategies, self.buffer_strategy, "buffer strategy"))
         s(self, "buffer_type", _enum(buffer_types, self.buffer_type, "buffer type"))
         given = self.optimizations
-        opts: list[str | Optimize] = [o for o in given.split(",") if o] if isinstance(given, str) else list(given)
+        opts: list[str | Optimize] = list(given) if not isinstance(given, str) else [
+            o for o in given.split(",") if o]
         parsed = []
         for o in opts:
             try:
@@ -109,7 +110,8 @@ class InstrumentationMode(BaseMode):
         s(self, "optimizations", parsed)
 
     def __str__(self) -> str:
-        opts = ",".join(o.value for o in cast("list[Optimize]", self.optimizations))  # a list since __post_init__
+        optimizations = cast("list[Optimize]", self.optimizations)  # a list since __post_init__
+        opts = ",".join(o.value for o in optimizations)
         return (f"{self.name}:metric_type={self.metric_type}:sampling_strategy={self.sampling_strategy}"
                 f":sampling_options={self.sampling_options}:granularity={self.granularity}"
                 f":buffer_strategy={self.buffer_strategy}:buffer_type={self.buffer_type}"

@@ -38,7 +38,8 @@ def test_the_public_functions_have_their_real_signatures(tmp_path):
         reveal_type(proton.finalize)
         reveal_type(proton.data.get)
     """)
-    assert start != "Any" and start.startswith("def (name: str | os.PathLike") and start.endswith("-> int | None")
+    assert start != "Any"
+    assert start.startswith("def (name: str | os.PathLike") and start.endswith("-> int | None")
     assert "hot_path.scope" in scope
     assert finalize.endswith("-> builtins.list[builtins.str]") or finalize.endswith("-> list[str]")
     assert get.startswith("def (session:")

@@ -125,9 +125,10 @@ def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, html=args.html,
                        metrics=metrics, list_metrics=args.list, include=args.include, exclude=args.exclude,
                        threshold=args.threshold, depth=args.depth, name_format=args.format,
-                       print_sorted=args.print_sorted, diff_file=args.diff_profile, color=args.color or "auto",
-                       mangled=args.mangled, full_names=args.full_names, output=args.output, width=args.width,
-                       max_nodes=args.max_nodes, ncu=args.ncu, sass=args.sass, lines=args.lines)
+                       print_sorted=args.print_sorted, diff_file=args.diff_profile,
+                       color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
+                       output=args.output, width=args.width, max_nodes=args.max_nodes, ncu=args.ncu,
+                       sass=args.sass, lines=args.lines)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

@@ -1,7 +1,7 @@
 """The text of the instructions a profile ranks (`lepton-view --sass`): nvdisasm, CUDA's
 disassembler, run on the code the profile keeps, once per kernel shown, when it is shown. The
-profile keeps the code (in its run's metadata, `hatchet_names.SASS_CODE_KEY`) because disassembling at finalize
-cost seconds the user had not asked for."""
+profile keeps the code (in its run's metadata, `hatchet_names.SASS_CODE_KEY`) because
+disassembling at finalize cost seconds the user had not asked for."""
 from __future__ import annotations
 
 import base64

@@ -96,7 +96,8 @@ def prepare(tree: Tree, metrics: Sequence[str], options: ViewOptions) -> Prepare
     aliases = None
     if not options.mangled and (options.include or options.exclude):
         aliases = [demangle(name) for name in tree.names]
-    tree, columns = filter_columns(tree, columns, options.include, options.exclude, options.threshold, aliases)
+    tree, columns = filter_columns(tree, columns, options.include, options.exclude, options.threshold,
+                                   aliases)
     negative = negative_byte_warning(columns)
     return Prepared(tree, columns, warnings + [negative] if negative else warnings)
 
@@ -189,7 +190,8 @@ def _show_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     ranks = [rank_label(path, i) for i, path in enumerate(paths)]
     tree, columns, warnings = rank_view(trees, ranks, options.metrics or default_metrics(trees[0]))
     aliases = [demangle(name) for name in tree.names] if not options.mangled else None
-    tree, columns = filter_columns(tree, columns, options.include, options.exclude, options.threshold, aliases)
+    tree, columns = filter_columns(tree, columns, options.include, options.exclude, options.threshold,
+                                   aliases)
     render = render_options(options, stdout)
     if options.output == "csv":
         write_csv(stdout, tree, columns, render)
@@ -198,7 +200,8 @@ def _show_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     else:
         slowest = columns.pop()
         notes = ["" if np.isnan(r) else f"  [slowest: rank {int(r)}]" for r in slowest.values.tolist()]
-        stdout.write(f"{len(paths)} ranks ({', '.join(map(str, ranks))}); per metric: min median max over ranks\n")
+        stdout.write(f"{len(paths)} ranks ({', '.join(map(str, ranks))}); "
+                     "per metric: min median max over ranks\n")
         write_tree(stdout, tree, columns, render, notes=notes)
         if options.print_sorted:
             write_sorted(stdout, tree, columns[2:3], render)  # by the first metric's max
@@ -220,7 +223,9 @@ def _write_report(options: ViewOptions, html: str, stdout: TextIO, stderr: TextI
     if options.diff_file:
         other, other_name = load_profile(options.diff_file), os.path.basename(options.diff_file)
     render = render_options(options, stdout)
-    title = os.path.basename(options.file) + (f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})" if len(paths) > 1 else "")
+    title = os.path.basename(options.file)
+    if len(paths) > 1:
+        title += f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})"
     text = report_html(tree, title, render, other, other_name)
     try:
         with open(html, "w", encoding="utf-8") as f:

@@ -47,7 +47,9 @@ class Walk:
 
 
 def is_metadata(name) -> bool:
-    return name == LAUNCH_METADATA_SCOPE or (name.__class__ is str and name.startswith(LAUNCH_METADATA_PREFIX))
+    if name == LAUNCH_METADATA_SCOPE:
+        return True
+    return name.__class__ is str and name.startswith(LAUNCH_METADATA_PREFIX)
 
 
 _END = object()

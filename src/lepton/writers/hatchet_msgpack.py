@@ -35,7 +35,8 @@ def _metrics(node: Node) -> dict:
     metrics = {}
     if node.kernel is not None:
         k = node.kernel
-        metrics = {TIME_NS: k.time_ns, COUNT: k.count, DEVICE_ID: str(k.device_id), DEVICE_TYPE: k.device_type}
+        metrics = {TIME_NS: k.time_ns, COUNT: k.count, DEVICE_ID: str(k.device_id),
+                   DEVICE_TYPE: k.device_type}
     for name in sorted(node.metrics):
         metrics[name] = _fits(node.metrics[name])
     return metrics

@@ -1,12 +1,12 @@
 """Per-scope sums of a batch of launches, computed where their buffers are: on the GPU.
 
 A profile tree needs, per launch and scope, only the summed cycles and nanoseconds; decoding every
-interval on the host to add them up cost many times the kernel (docs/design.md). So where every warp's buffer is well formed (no wrap, each
-scope's records alternating START, END), the sums are taken with a dozen array operations over the
-whole batch, and only a launches x scopes table crosses to the host. Anything else (a wrapped
-buffer, an unpaired record, a bad slot, or a session that keeps the trace: `HostReason`) goes
-through the host decoder (`decode`), which pairs every record the way Proton does and says what was
-wrong.
+interval on the host to add them up cost many times the kernel (docs/design.md). So where every
+warp's buffer is well formed (no wrap, each scope's records alternating START, END), the sums
+are taken with a dozen array operations over the whole batch, and only a launches x scopes table
+crosses to the host. Anything else (a wrapped buffer, an unpaired record, a bad slot, or a session
+that keeps the trace: `HostReason`) goes through the host decoder (`decode`), which pairs every
+record the way Proton does and says what was wrong.
 
 The formulas are `decode` and `model.cycles` restated over a dense (CTA, warp, entry) grid: the
 END at rank r of a scope in a warp closes the START at rank r - 1; each CTA converts cycles to ns at
