@@ -52,7 +52,7 @@ def child(variant: str, out: Path) -> None:
     pl.enable_semantic("triton")
 
     @triton.jit
-    def ikernel(x, y, z, n, BLOCK: tl.constexpr):  # the fixture's kernel (shared/fixtures/proton-3.6)
+    def ikernel(x, y, z, n, BLOCK: tl.constexpr):  # the fixture's kernel (tests/data/proton_3_6)
         pl.enter_scope("load")
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         m = offs < n

@@ -6,8 +6,16 @@ first use (PEP 562), so that `lepton-view` imports nothing that profiles.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what a type checker sees; at run time `__getattr__` imports each on first use
+    from . import context, data, hooks, mode
+    from .api import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
+    from .errors import BackendError, LeptonError, MetricTypeError, SessionNotFound, UsageError, WriteError
+    from .scopes import cpu_timed_scope, enter_scope, exit_scope, scope
+    from .states import enter_state, exit_state, metadata_state, state
 
 _EXPORTS = {
     "start": "api", "activate": "api", "deactivate": "api", "finalize": "api", "profile": "api",
@@ -28,7 +36,7 @@ __all__ = [  # noqa: RUF022  (grouped as _EXPORTS, not sorted)
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     elif name in _SUBMODULES:
@@ -39,5 +47,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))

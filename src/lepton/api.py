@@ -1,16 +1,19 @@
 """Session functions with `triton.profiler`'s signatures: start, activate, deactivate, finalize,
-profile."""
+profile; and `cli_sessions`, what the `lepton` CLI needs of the sessions."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 
 from .backends.base import backend_entry
 from .errors import UsageError, UsageTypeError
 from .hooks import nvtx
 from .hooks.hook import Hook, HookManager
+from .model.profile import RunCommand
 from .runtime.registry import REGISTRY
 
 DEFAULT_PROFILE_NAME = "proton"
@@ -205,3 +208,40 @@ def profile(func=None, *, name: str | None = None, context: str | None = "shadow
                 deactivate(sid)
 
     return wrapper
+
+
+class CliSessions:
+    """The `lepton` CLI's sessions: its own, pinned while the target runs (the target's `start()`
+    joins it and its `finalize()` leaves it recording), and those the target starts itself, which
+    the CLI writes at the end too."""
+
+    def __init__(self) -> None:
+        self._first_id = REGISTRY.next_id  # sessions from this id on are the run's
+
+    @contextlib.contextmanager
+    def pinned(self, sid: int | None) -> Iterator[None]:
+        """Makes `sid` the CLI's session while the block runs."""
+        REGISTRY.pin(sid)
+        try:
+            yield
+        finally:
+            REGISTRY.pin(None)
+
+    def record_command(self, command: RunCommand) -> None:
+        """Every session of the run records the target's command line, not `lepton ...`."""
+        for sid, session in list(REGISTRY.sessions.items()):
+            if sid >= self._first_id:
+                session.command = command
+
+    def finalized_by_target(self, sid: int | None) -> bool:
+        """Whether the target ended the CLI's session itself (a forked child never owned it)."""
+        return sid is not None and sid not in REGISTRY.sessions and not REGISTRY.forked_from_owner()
+
+    def open_ids(self, sid: int | None) -> list[int]:
+        """The run's sessions still open: the CLI's and those the target left open."""
+        return sorted(i for i in REGISTRY.sessions if i == sid or i >= self._first_id)
+
+
+def cli_sessions() -> CliSessions:
+    """What the `lepton` CLI needs of the sessions, and all it uses; called before its `start()`."""
+    return CliSessions()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any, cast
 
 
 class MetricType(Enum):
@@ -97,9 +98,9 @@ class InstrumentationMode(BaseMode):
         s(self, "granularity", _enum(granularities, self.granularity, "granularity"))
         s(self, "buffer_strategy", _enum(buffer_strategies, self.buffer_strategy, "buffer strategy"))
         s(self, "buffer_type", _enum(buffer_types, self.buffer_type, "buffer type"))
-        opts = self.optimizations
-        if isinstance(opts, str):
-            opts = [o for o in opts.split(",") if o]
+        given = self.optimizations
+        opts: list[str | Optimize] = list(given) if not isinstance(given, str) else [
+            o for o in given.split(",") if o]
         parsed = []
         for o in opts:
             try:
@@ -109,7 +110,8 @@ class InstrumentationMode(BaseMode):
         s(self, "optimizations", parsed)
 
     def __str__(self) -> str:
-        opts = ",".join(o.value for o in self.optimizations)
+        optimizations = cast("list[Optimize]", self.optimizations)  # a list since __post_init__
+        opts = ",".join(o.value for o in optimizations)
         return (f"{self.name}:metric_type={self.metric_type}:sampling_strategy={self.sampling_strategy}"
                 f":sampling_options={self.sampling_options}:granularity={self.granularity}"
                 f":buffer_strategy={self.buffer_strategy}:buffer_type={self.buffer_type}"
@@ -138,7 +140,7 @@ def instrumentation_mode(mode=None) -> InstrumentationMode:
     kinds = {"default": Default, "mma": MMA}
     if name not in kinds:
         raise ValueError(f"Unknown instrumentation mode: {name!r} (use 'default' or 'mma')")
-    fields = {}
+    fields: dict[str, Any] = {}
     for option in options:
         key, sep, value = option.partition("=")
         if not sep:

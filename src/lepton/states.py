@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import functools
 
+from .model.hatchet_names import LAUNCH_METADATA_PREFIX, LAUNCH_METADATA_SCOPE
 from .runtime.hot_path import HOT_PATH
 
-COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
-COMPUTE_METADATA_SCOPE_PREFIX = COMPUTE_METADATA_SCOPE_NAME + ":"
+COMPUTE_METADATA_SCOPE_NAME = LAUNCH_METADATA_SCOPE  # Proton's name for it
+COMPUTE_METADATA_SCOPE_PREFIX = LAUNCH_METADATA_PREFIX
 
 
 def _names(name: str) -> tuple[str, ...]:

@@ -181,3 +181,9 @@ def test_a_backend_module_that_imports_the_runtime_is_a_back_edge():
     assert back_edges({"backends.instrumentation.backend": {"runtime.registry"}}) != []
     assert back_edges({"backends.instrumentation.hook": {"runtime.registry"}}) == []
     assert back_edges({"backends.instrumentation.backend": {"backends.instrumentation.hook"}}) != []
+
+
+def test_the_cli_reaches_the_sessions_only_through_the_api():
+    """`lepton` uses `api.cli_sessions()`, never the registry itself."""
+    assert "runtime.registry" not in GRAPH["cli.run"] | GRAPH["cli.view"]
+    assert "api" in GRAPH["cli.run"]

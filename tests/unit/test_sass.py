@@ -22,7 +22,7 @@ from lepton.backends.cupti.pcsampling import sass
 from lepton.backends.cupti.pcsampling.backend import PCSamplingBackend
 from lepton.model.records import DeviceInfo
 from lepton.viewer import nvdisasm
-from lepton.viewer.sass import main as view_sass
+from lepton.viewer.sass import show_sass
 from lepton.viewer.sass import render, with_text
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -130,7 +130,7 @@ def test_without_nvdisasm_the_viewer_says_once_how_to_get_the_text(tmp_path, mon
     monkeypatch.setenv("PATH", str(tmp_path))
     extras = backend_with_samples({7: CUBIN}, {(7, "foo"): {0x10: 3}, (7, "bar"): {0x0: 1}}).profile_extras()
     write_profile(tmp_path / "p.hatchet", extras)
-    assert view_sass(str(tmp_path / "p.hatchet"), ".", 20) == 0
+    assert show_sass(str(tmp_path / "p.hatchet"), ".", sys.stdout, sys.stderr) == 0
     out, err = capsys.readouterr()
     assert "  100.0%  /*0010*/  (no text)" in out
     assert err.splitlines() == [f"lepton-view: {nvdisasm.GET_NVDISASM}"]

@@ -105,3 +105,35 @@ def test_csv_output_for_scripts():
 def test_demangled_names_can_be_filtered_by_what_the_user_sees():
     code, out, _ = run_view("-m", "time/ns", "-i", "void at::native", FIXTURES / "cudagraph.hatchet")
     assert code == 0 and "add_kernel" not in out and "vectorized_elementwise_kernel" in out
+
+
+@pytest.mark.parametrize("flag", [["--lines", "3"], ["--sass", "."], ["--ncu", "k"]])
+def test_a_bad_file_under_lines_sass_or_ncu_is_one_line_and_exit_code_2(tmp_path, flag):
+    path = tmp_path / "p.hatchet"
+    path.write_bytes(b"plain text")
+    code, out, err = run_view(*flag, path)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("lepton-view: error: ") and "not a profile" in err
+
+
+def test_lines_without_samples_says_so_and_exits_1():
+    code, out, err = run_view("--lines", "3", EXAMPLES / "cuda.json")
+    assert (code, out) == (1, "")
+    assert err == 'lepton-view: no instruction samples in this profile (record it with mode="pcsampling")\n'
+
+
+def test_lines_gets_its_options_from_the_one_parse(monkeypatch):
+    """`--lines N -i REGEX` reaches the lines view as arguments, not as a second command line."""
+    seen = []
+    monkeypatch.setattr("lepton.viewer.lines.show_lines", lambda *args: seen.append(args[:3]) or 0)
+    assert run_view("--lines", "4", "-i", "step", "x.hatchet")[0] == 0
+    assert seen == [("x.hatchet", 4, "step")]
+
+
+def test_version_prints_the_packages_version(capsys):
+    from lepton import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"lepton-view {__version__}\n"

@@ -64,8 +64,7 @@ class Backend:
 
     def stop(self) -> None:
         """Releases the vendor library. Called once no session uses the backend: the sessions
-        were flushed when they were written (or were discarded), so nothing is flushed here (it
-        cost finalize a device synchronize and two CUPTI flushes, ≈2 ms, for nothing)."""
+        were flushed when they were written (or were discarded), so nothing is flushed here."""
         with self._lock:
             if not self.started:
                 return

@@ -19,23 +19,23 @@ import signal
 import sys
 import traceback
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from types import FrameType
+from typing import Any, Literal
 
 from .. import __version__, api, writers
 from ..backends.base import backend_names
 from ..runtime import exit_signals
 from ..errors import LeptonError, UsageError
 from ..model.profile import RunCommand
-from ..runtime.registry import REGISTRY
 from ..runtime.session import CONTEXTS, DATA_KINDS
 
 EXIT_OK = 0
 EXIT_ERROR = 1  # an uncaught exception, as python
 EXIT_USAGE = 2  # bad command line, as python and argparse
 EXIT_SIGINT = 128 + signal.SIGINT  # 130, what a shell reports for Ctrl-C
-EXIT_SIGTERM = 128 + signal.SIGTERM  # 143
+_Handler = Callable[[int, FrameType | None], Any] | int | None  # what signal.getsignal returns
 
 # torchrun sets RANK; Open MPI's mpirun sets OMPI_COMM_WORLD_RANK. The first one set wins.
 RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK")
@@ -246,7 +246,7 @@ def console_main() -> None:
 def run(opts: Options) -> int:
     """Starts the session, runs the target, writes the profile(s); returns the exit code: the
     target's, or the viewer's when the target succeeded and `--print` failed."""
-    first_new_id = REGISTRY.next_id
+    sessions = api.cli_sessions()
     try:
         sid = api.start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,
                         mode=opts.mode, hook=opts.hook)
@@ -259,13 +259,10 @@ def run(opts: Options) -> int:
     if sid is None:
         _say("profiling is disabled (LEPTON_DISABLE or TRITON_PROTON_DISABLE); no profile is written")
     with RunSignals() as signals:
-        REGISTRY.pin(sid)
-        try:
+        with sessions.pinned(sid):
             code = run_target(opts.target, on_end=signals.defer)
-        finally:
-            REGISTRY.pin(None)
-        _record_command(target_command(opts.target), first_new_id)
-        files, write_failed = _finalize(sid, first_new_id)
+        sessions.record_command(target_command(opts.target))
+        files, write_failed = _finalize(sid, sessions)
     received = signals.received
     if code == EXIT_OK and write_failed:
         code = EXIT_ERROR
@@ -286,14 +283,6 @@ def target_command(target: Target) -> RunCommand:
     else:
         words = ["-m", target.name]  # a module, or pytest
     return RunCommand((python, *words, *target.args), os.getcwd())
-
-
-def _record_command(command: RunCommand, first_new_id: int) -> None:
-    """Every session of this run (the CLI's and those the target started) records the target's
-    command line, not `lepton ...`."""
-    for sid, session in list(REGISTRY.sessions.items()):
-        if sid >= first_new_id:
-            session.command = command
 
 
 def run_target(target: Target, on_end=lambda: None) -> int:
@@ -375,7 +364,7 @@ class RunSignals:
 
     def __init__(self) -> None:
         self.received: list[int] = []
-        self._saved: dict[int, object] = {}
+        self._saved: dict[int, _Handler] = {}
 
     def __enter__(self) -> RunSignals:  # noqa: PYI034  (typing.Self needs 3.11; we support 3.10)
         exit_signals.hold()
@@ -422,12 +411,12 @@ def _print_exception(exc: BaseException) -> None:
 
 
 # -- write --------------------------------------------------------------------------------------------
-def _finalize(sid: int | None, first_new_id: int) -> tuple[list[str], bool]:
+def _finalize(sid: int | None, sessions: api.CliSessions) -> tuple[list[str], bool]:
     """Finalizes the CLI's session and any the target started and left open (as Proton's CLI
     finalizes all); says on stderr where each profile went. Returns (files written, any failure)."""
-    if sid is not None and sid not in REGISTRY.sessions and not REGISTRY.forked_from_owner():
+    if sessions.finalized_by_target(sid):
         _say("the script finalized the profiling session itself; its profile was written then")
-    ids = sorted(i for i in REGISTRY.sessions if i == sid or i >= first_new_id)
+    ids = sessions.open_ids(sid)
     files: list[str] = []
     failed = False
     for i in ids:

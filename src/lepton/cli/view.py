@@ -1,63 +1,31 @@
 """lepton-view: proton-viewer's command line, without pandas or hatchet.
 
-Parse -> typed ViewOptions -> run -> exit code: 0 shown, 2 for a bad file, metric, pattern or
-argument (with one line on stderr saying what is wrong).
+Parse (once) -> typed `ViewOptions` -> the viewer's pipeline (`viewer.pipeline.show`) -> exit code:
+0 shown, 2 for a bad file, metric, pattern or argument (with one line on stderr saying what is
+wrong), 1 where `--sass` or `--lines` find nothing to show.
 """
 from __future__ import annotations
 
 import argparse
 import glob
 import os
-import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal, TextIO
+from typing import TextIO
 
-import numpy as np
-
-from ..viewer.demangle import demangle
-from ..viewer.derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
-from ..viewer.diff import subtract
+from .. import __version__
+from ..model.gc_pause import gc_paused
+from ..viewer.derive import MetricError
 from ..viewer.escape import printable
-from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
-from ..viewer.flat_tree import Tree
-from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
-from ..viewer.next_tool import HandoffError, handoff
-from ..viewer.ranks import check_one_run, merge, rank_label, rank_view
-from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
+from ..viewer.filters import NAME_FORMATS, FilterError
+from ..viewer.load import ProfileError
+from ..viewer.next_tool import HandoffError
+from ..viewer.pipeline import EXIT_BAD_INPUT, EXIT_OK, PROG, ViewOptions, list_text, show
+from ..viewer.render import DEFAULT_MAX_NODES
 
-__all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options", "run"]
+__all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options"]
 
-PROG = "lepton-view"
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
-DEFAULT_METRIC = "time/ms"  # proton-viewer prints nothing without -m; we show time
-
-ColorMode = Literal["auto", "always", "never"]
-OutputFormat = Literal["tree", "csv", "json"]
-
-
-@dataclass(frozen=True)
-class ViewOptions:
-    file: str
-    more_files: tuple[str, ...] = ()  # further ranks of one run (viewer.ranks)
-    merge: Literal["sum", "mean"] | None = None  # several files as one profile
-    html: str | None = None  # write the HTML report here instead of printing
-    metrics: list[str] | None = None
-    list_metrics: bool = False
-    include: str | None = None
-    exclude: str | None = None
-    threshold: float | None = None
-    depth: int = 100
-    name_format: str = "full"
-    print_sorted: bool = False
-    diff_file: str | None = None
-    color: ColorMode = "auto"
-    mangled: bool = False
-    full_names: bool = False
-    output: OutputFormat = "tree"
-    width: int | None = None  # None: the terminal's width when stdout is one; 0: never shorten
-    max_nodes: int = DEFAULT_MAX_NODES  # lines of the tree and of --print-sorted; 0: all
+BAD_INPUT = (ProfileError, MetricError, FilterError, HandoffError)
 
 
 METRICS_HELP = """Metrics to show, comma separated (default: time/ms). Names are case-insensitive
@@ -128,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="instruction samples (mode=pcsampling): each sampled kernel's N hottest\n"
                              "source lines with their share, top stall reasons and source text\n"
                              "(-i picks kernels by a regex of their call path)")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return parser
 
 
@@ -149,52 +118,29 @@ def _count(text: str) -> int:
 
 
 def parse_options(argv: Sequence[str] | None) -> ViewOptions:
+    """The typed options of a command line; argparse exits with 2 on a bad one (0 for -h, --version)."""
     args = build_parser().parse_args(argv)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     files = _expand(args.file)
-    return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, html=args.html, metrics=metrics, list_metrics=args.list, include=args.include,
-                       exclude=args.exclude, threshold=args.threshold, depth=args.depth,
-                       name_format=args.format, print_sorted=args.print_sorted, diff_file=args.diff_profile,
+    return ViewOptions(file=files[0], more_files=tuple(files[1:]), merge=args.merge, html=args.html,
+                       metrics=metrics, list_metrics=args.list, include=args.include, exclude=args.exclude,
+                       threshold=args.threshold, depth=args.depth, name_format=args.format,
+                       print_sorted=args.print_sorted, diff_file=args.diff_profile,
                        color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
-                       output=args.output, width=args.width,
-                       max_nodes=args.max_nodes)
+                       output=args.output, width=args.width, max_nodes=args.max_nodes, ncu=args.ncu,
+                       sass=args.sass, lines=args.lines)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    options = parse_options(argv)  # argparse exits with 2 on a bad command line
-    args = build_parser().parse_args(argv)
-    lines, ncu = args.lines, args.ncu
-    if ncu is not None:
-        return _handoff(options.file, ncu, stdout, stderr)
-    if args.sass is not None:
-        from ..viewer import sass
-
-        return sass.main(options.file, args.sass, 20)
-    if lines is not None:
-        from ..viewer import lines as hottest_lines
-
-        return hottest_lines.main([options.file, "-n", str(lines), *(["-k", options.include] if options.include else [])])
+    options = parse_options(argv)
     try:
-        with without_gc():  # see without_gc: loading and rendering make no reference cycles
-            return run(options, stdout, stderr)
-    except (ProfileError, MetricError, FilterError) as err:
+        with gc_paused():  # loading and rendering make no reference cycles
+            return show(options, stdout, stderr)
+    except BAD_INPUT as err:
         print(f"{PROG}: error: {printable(str(err))}", file=stderr)  # messages quote names from the file
         return EXIT_BAD_INPUT
-
-
-def _handoff(path: str, pattern: str, stdout: TextIO, stderr: TextIO) -> int:
-    """--ncu: the command on stdout (one line, for `$(...)`), the note on stderr; exit 2 where a
-    placeholder stands for the program."""
-    try:
-        result = handoff(_load(path), pattern)
-    except (ProfileError, HandoffError) as err:
-        print(f"{PROG}: error: {printable(str(err))}", file=stderr)
-        return EXIT_BAD_INPUT
-    stdout.write(result.command + "\n")
-    print(f"{PROG}: {printable(result.note)}", file=stderr)
-    return EXIT_OK if result.runnable else EXIT_BAD_INPUT
 
 
 def console_main() -> None:
@@ -205,145 +151,3 @@ def console_main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = EXIT_OK
     sys.exit(code)
-
-
-def run(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    if options.html:
-        return _write_report(options, stdout, stderr)
-    if options.more_files:
-        return _run_ranks(options, stdout, stderr)
-    return _run_one(_load(options.file), options, stdout, stderr)
-
-
-def _run_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    """Several files: the ranks of one run, side by side (or merged into one profile)."""
-    paths = [options.file, *options.more_files]
-    if options.diff_file:
-        raise FilterError("-diff takes one profile on each side, not several")
-    trees = [_load(path) for path in paths]
-    check_one_run(trees, paths)
-    if options.merge:
-        return _run_one(merge(trees, options.merge), options, stdout, stderr)
-    if options.list_metrics:
-        stdout.write(list_text(trees[0]))
-        return EXIT_OK
-    ranks = [rank_label(path, i) for i, path in enumerate(paths)]
-    metrics = options.metrics or _default_metrics(trees[0])
-    tree, columns, warnings = rank_view(trees, ranks, metrics)
-    aliases = [demangle(name) for name in tree.names] if not options.mangled else None
-    tree, columns = apply_filters(tree, columns, options.include, options.exclude, options.threshold, aliases)
-    render = _render_options(options, stdout)
-    if options.output == "csv":
-        write_csv(stdout, tree, columns, render)
-    elif options.output == "json":
-        write_json(stdout, tree, columns, render)
-    else:
-        slowest = columns.pop()
-        notes = ["" if np.isnan(r) else f"  [slowest: rank {int(r)}]" for r in slowest.values.tolist()]
-        stdout.write(f"{len(paths)} ranks ({', '.join(map(str, ranks))}); per metric: min median max over ranks\n")
-        write_tree(stdout, tree, columns, render, notes=notes)
-        if options.print_sorted:
-            write_sorted(stdout, tree, columns[2:3], render)  # by the first metric's max
-    for warning in warnings:
-        print(f"{PROG}: {printable(warning)}", file=stderr)
-    return EXIT_OK
-
-
-def _write_report(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    """--html: several files are merged first (--merge, default sum); -diff adds the other side."""
-    from ..viewer.report import report_html
-
-    paths = [options.file, *options.more_files]
-    trees = [_load(path) for path in paths]
-    if len(trees) > 1:
-        check_one_run(trees, paths)
-    tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
-    other = _load(options.diff_file) if options.diff_file else None
-    render = _render_options(options, stdout)
-    title = os.path.basename(options.file) + (f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})" if len(paths) > 1 else "")
-    text = report_html(tree, title, render, other, os.path.basename(options.diff_file) if other is not None else None)
-    try:
-        with open(options.html, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as err:
-        raise ProfileError(f"cannot write '{options.html}': {err.strerror or err}") from err
-    print(f"{PROG}: report written to {options.html} ({len(tree):,} nodes, {len(text) / 1e6:.1f} MB)", file=stderr)
-    return EXIT_OK
-
-
-def _run_one(tree: Tree, options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    if options.list_metrics:
-        stdout.write(list_text(tree))
-        return EXIT_OK
-    if not tree.numbers:
-        raise ProfileError(f"'{options.file}' has no metrics to show")
-    metrics = options.metrics or _default_metrics(tree)
-    tree, columns, warnings = _prepare(tree, metrics, options)
-    side = None
-    if options.diff_file:
-        other, other_columns, other_warnings = _prepare(_load(options.diff_file), metrics, options)
-        result = subtract(tree, columns, other, other_columns)
-        tree, columns, side, warnings = result.tree, result.columns, result.side, warnings + other_warnings
-    render = _render_options(options, stdout)
-    if options.output == "csv":
-        write_csv(stdout, tree, columns, render, side)
-    elif options.output == "json":
-        write_json(stdout, tree, columns, render, side)
-    else:
-        write_tree(stdout, tree, columns, render, side)
-        if options.print_sorted:
-            write_sorted(stdout, tree, columns, render)
-    for warning in warnings:
-        print(f"{PROG}: {printable(warning)}", file=stderr)
-    return EXIT_OK
-
-
-def _load(path: str) -> Tree:
-    return load_bytes(read_file(path), path)
-
-
-def list_text(tree: Tree) -> str:
-    """`-l`, exactly as proton-viewer prints it (names lower-cased, cut at the unit)."""
-    catalog = Catalog.of(tree)
-    lines = ["Available inclusive metrics:"] + [f"- {printable(short_name(m))}" for m in catalog.inclusive]
-    lines += ["Available exclusive metrics:"] + [f"- {printable(short_name(m))}" for m in catalog.exclusive]
-    return "\n".join(lines) + "\n"
-
-
-def _default_metrics(tree: Tree) -> list[str]:
-    try:
-        Catalog.of(tree).match("time")
-        return [DEFAULT_METRIC]
-    except MetricError:
-        raise MetricError(f"no -m given and the profile has no time; {Catalog.of(tree).describe()}") from None
-
-
-def _prepare(tree: Tree, metrics: list[str], options: ViewOptions) -> tuple[Tree, list[Column], list[str]]:
-    """proton-viewer's `parse`: derive the metrics on the whole tree, then filter it. -i/-e also
-    match the demangled names, since those are what the user reads."""
-    derived = derive(tree, metrics)
-    aliases = None
-    if not options.mangled and (options.include or options.exclude):
-        aliases = [demangle(name) for name in tree.names]
-    tree, columns = apply_filters(tree, derived.columns, options.include, options.exclude,
-                                  options.threshold, aliases)
-    warnings = list(derived.warnings)
-    negative = negative_byte_warning(columns)
-    if negative:
-        warnings.append(negative)
-    return tree, columns, warnings
-
-
-def _render_options(options: ViewOptions, stdout: TextIO) -> RenderOptions:
-    is_terminal = hasattr(stdout, "isatty") and stdout.isatty()
-    if options.color == "auto":
-        color = is_terminal and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-    else:
-        color = options.color == "always"
-    width = options.width
-    if width is None and is_terminal:
-        width = shutil.get_terminal_size().columns
-    return RenderOptions(depth=options.depth, name_format=options.name_format, demangle=not options.mangled,
-                         full_names=options.full_names, color=color, width=width or None, max_nodes=options.max_nodes or None)
-
-

@@ -20,8 +20,6 @@ _cache: dict[int, dict[str, int]] = {}
 _patched: list[tuple[object, object]] = []
 _libcuda = None
 
-PROPERTY_NAMES = ("num_warps", "num_stages", "shared_bytes", "registers", "spills", "occupancy")
-
 
 def install() -> None:
     """Wraps `CompiledKernel.launch_metadata` (idempotent; no-op where Triton lacks it)."""

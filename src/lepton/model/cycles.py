@@ -6,11 +6,11 @@ globaltimer (ns) at the CTA's start (`init_ns`) and before it writes its buffer 
 (`pre_final_ns`). So each CTA gets its own rate, `ns_per_cycle = (pre_final_ns - init_ns) /
 (last END cycle - first START cycle)`, and each of its intervals is converted with it. The
 globaltimer span also covers the code before the first record and after the last one, so the rate,
-and the nanoseconds, are upper bounds, close when the scopes cover most of the kernel (on the H100's
-load/store kernel: 320 ns over 533 cycles, 0.60 ns/cycle, where 1.98 GHz is 0.505).
+and the nanoseconds, are upper bounds, close when the scopes cover most of the kernel
+(docs/design.md, "Cycles to nanoseconds").
 
-Where a CTA's span is 0 (the globaltimer ticks every 32 ns on the H100 and every 1 us on some older
-GPUs, so a short CTA can see none) or it recorded nothing, the CTA uses the launch's pooled rate, the
+Where a CTA's span is 0 (the globaltimer ticks coarsely, so a short CTA can see none) or it
+recorded nothing, the CTA uses the launch's pooled rate, the
 sum of the usable CTAs' ns spans over the sum of their cycle spans; when no CTA is usable, 1 ns per
 cycle (1 GHz, what Proton's trace assumes).
 """

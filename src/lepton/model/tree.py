@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .aggregate import sum_by_group
+from .hatchet_names import DEVICE_ID, DEVICE_TYPE
 from .cycles import scope_chain, scope_name, scope_sums
 from .metrics import MetricKind, MetricSpec, coerce_metric_value, merge_metric, parse_metric_name
 from .paths import ROOT, PathTable
@@ -19,7 +20,7 @@ from .records import AtRoot, ChildNode, CycleLaunch, KernelBatch
 # Instrumented scopes' metrics. Per node (not summed over subtrees): an enclosing scope's interval
 # already contains its nested scopes', and Proton writes no zero for them on ROOT either.
 _CYCLE_METRICS = {k: MetricSpec(k, MetricKind.EXCLUSIVE) for k in ("cycles", "normalized_cycles", "ns", "normalized_ns")}
-_DEVICE_PROPERTIES = {k: MetricSpec(k, MetricKind.NODE_PROPERTY) for k in ("device_id", "device_type")}
+_DEVICE_PROPERTIES = {k: MetricSpec(k, MetricKind.NODE_PROPERTY) for k in (DEVICE_ID, DEVICE_TYPE)}
 CUDA_DEVICE_TYPE = "1"  # Proton's DeviceType::CUDA, as its instrumentation tree writes it
 
 
@@ -123,7 +124,7 @@ class TreeData:
         if not sums.scope_ids:
             return
         warps = max(sums.warps, 1)
-        device = {"device_id": str(launch.device_id), "device_type": CUDA_DEVICE_TYPE}
+        device = {DEVICE_ID: str(launch.device_id), DEVICE_TYPE: CUDA_DEVICE_TYPE}
         for scope_id, cycles, ns in zip(sums.scope_ids, sums.cycles, sums.ns):
             pid = launch.kernel_pid
             for sid in scope_chain(launch, scope_id):

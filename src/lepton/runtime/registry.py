@@ -139,8 +139,9 @@ class SessionRegistry:
             on = b in python_backends
             b.set_python_context(on, hp.caller_path, stacks if on and b.reads_triton_stacks else None)
 
-    def session(self, sid: int) -> Session:
-        s = self.sessions.get(sid)
+    def session(self, sid: int | None) -> Session:
+        """The session `sid`, or SessionNotFound (also for None, which names no one session)."""
+        s = self.sessions.get(sid) if sid is not None else None
         if s is None:
             raise SessionNotFound(f"Session has not been initialized: {sid}")
         return s

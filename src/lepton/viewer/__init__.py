@@ -1,4 +1,5 @@
-"""The terminal viewer: file -> Tree -> derived metrics -> filters -> text.
+"""The terminal viewer: file -> Tree -> derived metrics -> filters -> text, the stages that
+`pipeline` composes for lepton-view and the Python API alike.
 
 Reads hatchet JSON and hatchet MessagePack (Lepton's and Proton's); needs numpy and msgpack only,
 and never imports `lepton.backends`. Proton's Python API (`read`, `parse`, `derive_metrics`, ...,

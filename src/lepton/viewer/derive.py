@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..model.hatchet_names import COUNT, DEVICE_ID, DEVICE_TYPE
 from ..units import NS_PER_UNIT
 from . import specs
 from .flat_tree import Tree
@@ -221,7 +222,7 @@ def _apply(ctx: _Context, formula: Formula) -> np.ndarray:
     if formula.shape == "duration":
         return ctx.seconds(formula.source) / formula.divisor
     if formula.shape == "average":
-        return ctx.seconds(formula.source) / ctx.raw_column("count").values / formula.divisor
+        return ctx.seconds(formula.source) / ctx.raw_column(COUNT).values / formula.divisor
     return ctx.raw_column(formula.source).values / ctx.seconds("time") / formula.divisor
 
 
@@ -281,7 +282,7 @@ def _util(ctx: _Context) -> np.ndarray:
     # pandas `combine(..., max)` with Python's max: a NaN byte time leaves the flop time.
     bound = np.where(byte_seconds > flop_seconds, byte_seconds, flop_seconds)
     util = bound / ctx.seconds("time")
-    util[_text_column(ctx.tree, "device_id") == ""] = np.nan
+    util[_text_column(ctx.tree, DEVICE_ID) == ""] = np.nan
     return util
 
 
@@ -289,8 +290,8 @@ def seconds_at_peak(tree: Tree) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Per node: the time its own flops need at the device's peak (summed over flops8..flops64),
     the time its own bytes need at peak bandwidth, and warnings for devices with no peak numbers
     (their nodes get NaN). Proton's `get_min_time_flops` / `get_min_time_bytes`."""
-    device_ids = _text_column(tree, "device_id")
-    device_types = _text_column(tree, "device_type")
+    device_ids = _text_column(tree, DEVICE_ID)
+    device_types = _text_column(tree, DEVICE_TYPE)
     flop_seconds = np.zeros(len(tree))
     byte_seconds = np.zeros(len(tree))
     warnings = []

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 
 from .derive import Column
 from .flat_tree import NO_PARENT, Tree, depths_of, group_sum
 
-NameFormat = Literal["full", "file_function_line", "function_line", "file_function"]
 NAME_FORMATS: tuple[str, ...] = ("full", "file_function_line", "function_line", "file_function")
 
 
@@ -29,11 +27,16 @@ class FilterError(ValueError):
     """A bad pattern, or a filter that leaves nothing to show. The message is one line."""
 
 
-def _matches(tree: Tree, pattern: str, aliases: Sequence[str] | None) -> np.ndarray:
+def compiled(pattern: str) -> re.Pattern:
+    """`pattern` compiled, or FilterError saying why it is no regular expression."""
     try:
-        regex = re.compile(pattern)
+        return re.compile(pattern)
     except re.error as err:
         raise FilterError(f"invalid regular expression '{pattern}': {err}") from err
+
+
+def _matches(tree: Tree, pattern: str, aliases: Sequence[str] | None) -> np.ndarray:
+    regex = compiled(pattern)
     names = tree.names
     hits = [regex.match(name) is not None for name in names]
     if aliases is not None:  # also match the demangled name, which is what the user sees

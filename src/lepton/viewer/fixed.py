@@ -1,7 +1,7 @@
 """Fixed-point text for whole columns at once: exactly what f"{v:.3f}" gives, built in numpy.
 
-Python formats a float in ~400 ns, most of it in the correctly rounded float-to-decimal
-conversion: a 200,000-node tree with two metrics spends 0.15 s there. Scaling by 10**digits and
+Python's float formatting spends most of its time in the correctly rounded float-to-decimal
+conversion, which dominates printing a large tree (docs/design.md, "The viewer"). Scaling by 10**digits and
 rounding to an integer gives the same digits whenever the scaled value is farther than an ulp from
 a tie (.5): the exact product is then on the same side of the tie as the rounded one. Those
 integers become ASCII digits with array arithmetic, written for all rows into one buffer that is
@@ -71,7 +71,7 @@ class _Layout:
         buffer[last - self.digits] = _POINT
         rest = self.scaled
         for place in range(int(self.figures.max(initial=0))):  # right to left, skipping the point
-            quotient = rest // 10  # numpy's int64 floor division is ~10x faster than its divmod
+            quotient = rest // 10  # numpy's int64 floor division is much faster than its divmod
             digit = (rest - quotient * 10).astype(np.uint8) + _ZERO
             rest = quotient
             column = last - place - (place >= self.digits)

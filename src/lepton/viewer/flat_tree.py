@@ -69,7 +69,7 @@ class Tree:
     # True when rows are a depth-first preorder (each subtree contiguous), as read from a file;
     # lets the renderer skip the traversal when siblings are also in display order.
     in_preorder: bool = False
-    # The run's metadata from the first root's "lepton" key (writers.hatchet): {"command_line":
+    # The run's metadata from the first root's key `model.hatchet_names.RUN_METADATA_KEY`: {"command_line":
     # [...], "cwd": ...}; empty for Proton's files and files read node by node (viewer.deep).
     run: dict = field(default_factory=dict)
 

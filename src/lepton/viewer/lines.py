@@ -1,20 +1,18 @@
-"""The hottest source lines of each sampled kernel (`mode="pcsampling"` profiles): share of the
-kernel's samples, top stall reasons, and the line's text where the file is readable.
-
-usage:  python -m lepton.viewer.lines PROFILE [-k KERNEL_REGEX] [-n LINES] [--stalls N]
-(meant to become `lepton-view --lines`). Line nodes are a kernel node's children named
-`<dir>/<file>:<line>@<function>`; a kernel's samples are its own (no line) plus its lines'.
+"""`lepton-view --lines`: the hottest source lines of each sampled kernel (`mode="pcsampling"`
+profiles): share of the kernel's samples, top stall reasons, and the line's text where the file is
+readable. Line nodes are a kernel node's children named `<dir>/<file>:<line>@<function>`; a
+kernel's samples are its own (no line) plus its lines'.
 """
 from __future__ import annotations
 
-import argparse
 import linecache
 import re
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TextIO
 
-from .load import ProfileError, load_document
+from ..model.hatchet_names import COUNT, NUM_SAMPLES, STALL_PREFIX
+from .filters import compiled
+from .load import load_document
 
 _LINE_NODE = re.compile(r"^(?P<file>.+):(?P<line>\d+)@(?P<function>.+)$")
 
@@ -32,11 +30,11 @@ def sampled_kernels(root: dict) -> list[KernelLines]:
 
     def walk(node: dict, prefix: tuple[str, ...]) -> None:
         lines = [(c["frame"]["name"], c["metrics"]) for c in node.get("children", ())
-                 if _LINE_NODE.match(c["frame"]["name"]) and "num_samples" in c.get("metrics", {})]
-        own = node.get("metrics", {}).get("num_samples", 0) if prefix else 0
-        if lines or (own and "count" in node.get("metrics", {})):
-            lines.sort(key=lambda item: -item[1]["num_samples"])
-            out.append(KernelLines("/".join(prefix), own + sum(m["num_samples"] for _, m in lines), lines))
+                 if _LINE_NODE.match(c["frame"]["name"]) and NUM_SAMPLES in c.get("metrics", {})]
+        own = node.get("metrics", {}).get(NUM_SAMPLES, 0) if prefix else 0
+        if lines or (own and COUNT in node.get("metrics", {})):
+            lines.sort(key=lambda item: -item[1][NUM_SAMPLES])
+            out.append(KernelLines("/".join(prefix), own + sum(m[NUM_SAMPLES] for _, m in lines), lines))
         for c in node.get("children", ()):
             if not _LINE_NODE.match(c["frame"]["name"]):
                 walk(c, prefix + (c["frame"]["name"],))
@@ -47,7 +45,7 @@ def sampled_kernels(root: dict) -> list[KernelLines]:
 
 
 def top_stalls(metrics: dict, n: int) -> list[tuple[str, int]]:
-    stalls = [(k[len("stalled_"):], v) for k, v in metrics.items() if k.startswith("stalled_") and v]
+    stalls = [(k[len(STALL_PREFIX):], v) for k, v in metrics.items() if k.startswith(STALL_PREFIX) and v]
     return sorted(stalls, key=lambda kv: -kv[1])[:n]
 
 
@@ -61,8 +59,8 @@ def render(kernels: list[KernelLines], top: int, stalls: int) -> str:
     for k in kernels:
         out.append(f"{k.path}  ({k.samples} samples)")
         for name, m in k.lines[:top]:
-            share = m["num_samples"] / k.samples if k.samples else 0.0
-            why = ", ".join(f"{r} {v / max(m['num_samples'], 1):.0%}" for r, v in top_stalls(m, stalls))
+            share = m[NUM_SAMPLES] / k.samples if k.samples else 0.0
+            why = ", ".join(f"{r} {v / max(m[NUM_SAMPLES], 1):.0%}" for r, v in top_stalls(m, stalls))
             out.append(f"  {share:6.1%}  {name}")
             text = source_text(name)
             if text:
@@ -73,28 +71,18 @@ def render(kernels: list[KernelLines], top: int, stalls: int) -> str:
     return "\n".join(out)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lepton.viewer.lines", description=__doc__.splitlines()[0])
-    p.add_argument("file")
-    p.add_argument("-k", "--kernel", help="only kernels whose call path matches this regex")
-    p.add_argument("-n", "--lines", type=int, default=10, help="lines per kernel (default 10)")
-    p.add_argument("--stalls", type=int, default=3, help="stall reasons per line (default 3)")
-    a = p.parse_args(argv)
-    try:
-        document = load_document(a.file)
-    except ProfileError as e:
-        print(f"lepton-view: error: {e}", file=sys.stderr)
-        return 1
-    kernels = sampled_kernels(document[0])
-    if a.kernel:
-        kernels = [k for k in kernels if re.search(a.kernel, k.path)]
+def show_lines(path: str, top: int, kernel_pattern: str | None, stdout: TextIO, stderr: TextIO,
+               stalls: int = 3) -> int:
+    """`lepton-view --lines N [-i REGEX]`: each sampled kernel's `top` hottest lines (only the
+    kernels whose call path matches `kernel_pattern`); exit 1 when the profile has none. A file
+    that is no profile raises ProfileError."""
+    kernels = sampled_kernels(load_document(path)[0])
+    if kernel_pattern:
+        wanted = compiled(kernel_pattern)
+        kernels = [k for k in kernels if wanted.search(k.path)]
     if not kernels:
         print("lepton-view: no instruction samples in this profile (record it with mode=\"pcsampling\")",
-              file=sys.stderr)
+              file=stderr)
         return 1
-    sys.stdout.write(render(kernels, a.lines, a.stalls))
+    stdout.write(render(kernels, top, stalls))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,6 @@
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -14,11 +13,12 @@ from itertools import chain, repeat
 import msgpack
 import numpy as np
 
+from ..model.gc_pause import gc_paused
+from ..model.hatchet_names import RUN_METADATA_KEY
 from . import deep
 from .flat_tree import NO_PARENT, Tree
 from .walk import Walk, WalkBuilder, walk_nodes
 
-RUN_KEY = "lepton"  # the ROOT node's key for the run's metadata (writers.hatchet.METADATA_KEY)
 MSGPACK_SUFFIXES = (".hatchet_msgpack", ".msgpack")
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
 _UTF8_BOM = b"\xef\xbb\xbf"  # Notepad and PowerShell write it; json.loads(bytes) skips it
@@ -44,7 +44,7 @@ def read_file(path: str | os.PathLike) -> bytes:
 def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:
     """A hatchet file's bytes as a Tree, at any depth: a file nested deeper than the C decoders
     go is read again node by node (viewer.deep)."""
-    with without_gc():
+    with gc_paused():
         document = _decoded(data, source)
         if document is _TOO_DEEP:
             if _is_json(data, source):
@@ -69,19 +69,6 @@ def _decoded(data: bytes, source: str):
     return _decode_msgpack(data, source)
 
 
-@contextmanager
-def without_gc():
-    """Parsing allocates millions of containers and no cycles; the cyclic collector would walk
-    them again and again (a 135 MB profile: json.loads 2.1 s with it, 0.8 s without)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _first_byte(data: bytes) -> bytes:
     start = len(_UTF8_BOM) if data.startswith(_UTF8_BOM) else 0
     start = _LEADING_SPACE.match(data, start).end()  # Proton's JSON starts with "\n"
@@ -92,7 +79,7 @@ def load_document(path: str | os.PathLike) -> list:
     """A hatchet file's decoded document, `[tree, devices]` (JSON or MessagePack), for tools that walk
     the nested tree themselves (`viewer.lines`)."""
     data, source = read_file(path), os.fspath(path)
-    with without_gc():
+    with gc_paused():
         document = _decoded(data, source)
     if document is _TOO_DEEP:
         raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it")
@@ -185,7 +172,7 @@ def from_document(document, source: str = "<document>") -> Tree:
     roots, devices = _split_document(document, source)
     with _tree_errors(source):
         tree = _columns(walk_nodes(roots), devices, source)
-    run = roots[0].get(RUN_KEY)
+    run = roots[0].get(RUN_METADATA_KEY)
     if isinstance(run, dict):
         tree.run = run
     return tree

@@ -2,7 +2,7 @@
 
 The hot spot found here, the next step is Nsight Compute (NVIDIA) or rocprof-compute (AMD) on that
 one kernel in the same program. The program's command line comes from the profile (the lepton CLI
-records its target's, the Python API `sys.orig_argv`; see writers.hatchet.METADATA_KEY).
+records its target's, the Python API `sys.orig_argv`; see model.hatchet_names.RUN_METADATA_KEY).
 
 Which launch: a hatchet profile holds launch counts per call path, not launch order. ncu counts
 `--launch-skip` over the launches that pass its `--kernel-name` filter, so skipping all but the last
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.hatchet_names import COUNT, DEVICE_ID, DEVICE_TYPE
 from .flat_tree import Tree
 from .names import readable_names
 
@@ -43,8 +44,8 @@ class Handoff:
 def kernel_launches(tree: Tree) -> dict[str, int]:
     """Launches per kernel name (mangled, as in the file), summed over call paths. A kernel node
     has a device_id and a count."""
-    device = tree.texts.get("device_id")
-    count = tree.numbers.get("count")
+    device = tree.texts.get(DEVICE_ID)
+    count = tree.numbers.get(COUNT)
     if device is None or count is None:
         return {}
     launches: dict[str, int] = {}
@@ -55,7 +56,7 @@ def kernel_launches(tree: Tree) -> dict[str, int]:
 
 
 def kernel_device_type(tree: Tree, name: str) -> str:
-    types = tree.texts.get("device_type")
+    types = tree.texts.get(DEVICE_TYPE)
     if types is None:
         return "CUDA"
     for node, node_name in enumerate(tree.names):

@@ -1,7 +1,7 @@
 """The text of the instructions a profile ranks (`lepton-view --sass`): nvdisasm, CUDA's
 disassembler, run on the code the profile keeps, once per kernel shown, when it is shown. The
-profile keeps the code (its ROOT's `lepton` key, "sass_code") because disassembling at finalize
-cost seconds the user had not asked for."""
+profile keeps the code (in its run's metadata, `hatchet_names.SASS_CODE_KEY`) because
+disassembling at finalize cost seconds the user had not asked for."""
 from __future__ import annotations
 
 import base64
@@ -12,7 +12,6 @@ import subprocess
 import tempfile
 import zlib
 
-CODE_KEY = "sass_code"  # function -> {"arch", "zlib_b64"}, as lepton.backends.cupti.pcsampling.sass writes it
 MAX_CODE_BYTES = 256 << 10  # what the writer keeps at most; more is not a profile Lepton wrote
 GET_NVDISASM = ("the instructions' text needs nvdisasm on PATH: install the CUDA toolkit's "
                 "nvdisasm (package cuda-nvdisasm) and add its bin/ to PATH")

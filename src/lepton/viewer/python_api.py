@@ -7,8 +7,9 @@
     gf.dataframe.sort_values(metrics[0], ascending=False)
 
 Same names, arguments and results as Proton's; the frame is a `ProfileFrame` (see viewer.frames)
-instead of a hatchet GraphFrame. Every number comes from the terminal viewer's code (derive,
-filters, diff, render), so the API and lepton-view always agree. Needs pandas
+instead of a hatchet GraphFrame. `parse` runs the stages of lepton-view's pipeline
+(`viewer.pipeline`: load, derive, filter) on the frame, and printing uses its renderer, so the API
+and lepton-view always agree. Needs pandas
 (`pip install "lepton-profiler[pandas]"`); without it each function raises one ImportError line.
 
 Where Lepton differs from Proton on purpose, lepton-view does too: a metric a profile lacks raises
@@ -26,19 +27,12 @@ from typing import IO
 
 import numpy as np
 
-from .derive import (
-    FLOP_WIDTHS_BITS,
-    Catalog,
-    Column,
-    derive,
-    negative_byte_warning,
-    seconds_at_peak,
-    short_name,
-)
-from .filters import NAME_FORMATS, apply_filters, format_name
+from .derive import FLOP_WIDTHS_BITS, Catalog, Column, negative_byte_warning, seconds_at_peak, short_name
+from .filters import NAME_FORMATS, format_name
 from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT, Tree
 from .frames import FRAME_COLUMNS, INCLUSIVE_SUFFIX, ProfileFrame, none_for_missing, require_pandas
-from .load import load, load_bytes
+from .load import load_bytes
+from .pipeline import derive_columns, filter_columns, load_profile
 from .render import RenderOptions, sorted_text
 from .walk import walk_nodes
 
@@ -56,7 +50,7 @@ def read(filename: str | os.PathLike) -> tuple[ProfileFrame, list[str], list[str
     metrics, exclusive metrics, device info). Launch-metadata frames and empty frames are dropped,
     as in Proton."""
     require_pandas("lepton.viewer.read")
-    return _frame_and_catalog(load(filename), with_sums=True)
+    return _frame_and_catalog(load_profile(filename), with_sums=True)
 
 
 def get_raw_metrics(file: IO) -> tuple[ProfileFrame, list[str], list[str], dict]:
@@ -93,16 +87,16 @@ def derive_metrics(gf: ProfileFrame, metrics: Sequence[str], inclusive_metrics: 
     tree = gf.current_tree()
     if device_info is not None:
         tree = replace(tree, devices=device_info)
-    derived = derive(tree, list(metrics))
-    for warning in derived.warnings:
+    columns, problems = derive_columns(tree, metrics)
+    for warning in problems:
         warnings.warn(warning, stacklevel=2)
     pd = require_pandas("lepton.viewer.derive_metrics")
-    for column in derived.columns:
+    for column in columns:
         gf.dataframe[column.label] = pd.Series(column.values, index=gf.aligned().index)
         listed = gf.inc_metrics if column.label.endswith(INCLUSIVE_SUFFIX) else gf.exc_metrics
         if column.label not in listed:
             listed.append(column.label)
-    return [column.label for column in derived.columns]
+    return [column.label for column in columns]
 
 
 def filter_frames(gf: ProfileFrame, include: str | None = None, exclude: str | None = None,
@@ -125,10 +119,10 @@ def filter_frames(gf: ProfileFrame, include: str | None = None, exclude: str | N
     columns = [_column(gf, tree, label) for label in labels]
     tree.texts[_ROW] = np.arange(len(tree)).astype(object)
     if include:
-        tree, columns = apply_filters(tree, columns, include=include, aliases=_aliases(tree, shown))
+        tree, columns = filter_columns(tree, columns, include=include, aliases=_aliases(tree, shown))
     if exclude or threshold:
-        tree, columns = apply_filters(tree, columns, exclude=exclude, threshold=threshold,
-                                      aliases=_aliases(tree, shown))
+        tree, columns = filter_columns(tree, columns, exclude=exclude, threshold=threshold,
+                                       aliases=_aliases(tree, shown))
     rows = tree.texts.pop(_ROW).astype(np.int64)
     kept = {column.label: column.values for column in columns if column.label in extra}
     for label in extra:
@@ -286,7 +280,7 @@ def _preorder(roots: list[dict]):
 
 def show_metrics(file_name: str | os.PathLike) -> None:
     """Prints the metrics of a profile, as lepton-view -l (and proton-viewer -l)."""
-    catalog = Catalog.of(load(file_name))
+    catalog = Catalog.of(load_profile(file_name))
     print("Available inclusive metrics:")
     for name in catalog.inclusive:
         print(f"- {short_name(name)}")

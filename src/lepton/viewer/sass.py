@@ -1,16 +1,19 @@
-"""The hottest instructions (SASS) of sampled kernels, as a `mode="pcsampling"` profile keeps them
-(under ROOT's `lepton` key: `sass`: function -> [[PC offset, samples, instruction], ...]). The text
-is disassembled here from the kernel's code, which the profile keeps beside (`nvdisasm.CODE_KEY`);
-profiles written before Lepton kept code carry the text in the rows."""
+"""`lepton-view --sass`: the hottest instructions (SASS) of sampled kernels, as a
+`mode="pcsampling"` profile keeps them in its run's metadata (`model.hatchet_names.SASS_KEY`:
+function -> [[PC offset, samples, instruction], ...]). The text is disassembled here from the
+kernel's code, which the profile keeps beside (`SASS_CODE_KEY`); profiles written before Lepton
+kept code carry the text in the rows."""
 from __future__ import annotations
 
 import re
 import shutil
-import sys
+from typing import TextIO
 
+from ..model.hatchet_names import RUN_METADATA_KEY, SASS_CODE_KEY, SASS_KEY
 from .escape import printable
-from .load import ProfileError, load_document
-from .nvdisasm import CODE_KEY, GET_NVDISASM, disassemble, unpack
+from .filters import compiled
+from .load import load_document
+from .nvdisasm import GET_NVDISASM, disassemble, unpack
 
 
 def with_text(sass: dict[str, list], codes: dict, exe: str | None) -> tuple[dict[str, list], list[str]]:
@@ -50,25 +53,25 @@ def render(sass: dict[str, list], pattern: str | None = None, top: int = 20) -> 
     return "\n".join(out)
 
 
-def main(path: str, pattern: str | None, top: int) -> int:
-    try:
-        root = load_document(path)[0]
-    except ProfileError as e:
-        print(f"lepton-view: error: {e}", file=sys.stderr)
-        return 2
-    run = (root.get("lepton") or {}) if isinstance(root, dict) else {}
-    sass = run.get("sass")
+def show_sass(path: str, pattern: str, stdout: TextIO, stderr: TextIO, top: int = 20) -> int:
+    """`lepton-view --sass REGEX`: the `top` hottest instructions of each sampled kernel whose name
+    matches `pattern`; exit 1 when the profile keeps none or none matches. A file that is no
+    profile raises ProfileError."""
+    root = load_document(path)[0]
+    run = (root.get(RUN_METADATA_KEY) or {}) if isinstance(root, dict) else {}
+    sass = run.get(SASS_KEY)
     if not sass:
         print("lepton-view: this profile keeps no instructions (record it with mode=\"pcsampling\")",
-              file=sys.stderr)
+              file=stderr)
         return 1
-    shown = {function: rows for function, rows in sass.items() if re.search(pattern or "", function)}
+    wanted = compiled(pattern)
+    shown = {function: rows for function, rows in sass.items() if wanted.search(function)}
     if not shown:
-        print(f"lepton-view: no sampled kernel matches {pattern!r}", file=sys.stderr)
+        print(f"lepton-view: no sampled kernel matches {pattern!r}", file=stderr)
         return 1
-    codes = run.get(CODE_KEY)
+    codes = run.get(SASS_CODE_KEY)
     shown, notes = with_text(shown, codes if isinstance(codes, dict) else {}, shutil.which("nvdisasm"))
     for note in notes:
-        print(f"lepton-view: {note}", file=sys.stderr)
-    sys.stdout.write(render(shown, None, top))
+        print(f"lepton-view: {note}", file=stderr)
+    stdout.write(render(shown, None, top))
     return 0

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model.hatchet_names import LAUNCH_METADATA_PREFIX, LAUNCH_METADATA_SCOPE
 from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT
 
-METADATA_SCOPE_NAME = "__proton_launch_metadata"
-METADATA_PREFIX = METADATA_SCOPE_NAME + ":"
 NO_METRICS: dict = {}  # shared by the nodes without metrics
 
 
@@ -48,7 +47,9 @@ class Walk:
 
 
 def is_metadata(name) -> bool:
-    return name == METADATA_SCOPE_NAME or (name.__class__ is str and name.startswith(METADATA_PREFIX))
+    if name == LAUNCH_METADATA_SCOPE:
+        return True
+    return name.__class__ is str and name.startswith(LAUNCH_METADATA_PREFIX)
 
 
 _END = object()
@@ -130,7 +131,7 @@ class WalkBuilder:
     def metrics(self, metrics: dict) -> None:
         if metrics.__class__ is dict and metrics:
             # json's decoder makes new key and value strings for each object read on its own:
-            # sharing them saves ~200 bytes a kernel (1M nodes: 100 MB).
+            # sharing them saves memory on every kernel node (docs/design.md, "The viewer").
             strings = self._strings
             metrics = {strings.setdefault(key, key): strings.setdefault(value, value) if value.__class__ is str else value
                        for key, value in metrics.items()}

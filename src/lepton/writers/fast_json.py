@@ -1,8 +1,8 @@
 """`json.dumps(obj, indent=4, sort_keys=True)`, byte for byte, several times faster.
 
 With `indent` set, the standard library falls back to its pure-Python encoder (a generator per
-container), which dominated writing large profiles (~1.5 s of 2.6 for a 9,000-node tree). This
-writer appends strings to one list and uses the C string escaper.
+container), which dominated writing large profiles (docs/design.md, "Writers"). This writer appends
+strings to one list and uses the C string escaper.
 """
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ def dumps(obj) -> str:
 
 def parts(obj) -> list[str]:
     """The text of `dumps(obj)` in pieces, for a caller that joins it with more text: a deep
-    profile's text is large (900 MB at 5,000 levels, indentation quadratic in depth), so each copy
-    of it counts."""
+    profile's text is large (indentation is quadratic in depth), so each copy of it counts."""
     t = type(obj)
     if not ((t is dict or t is list or t is tuple) and obj):
         return [_scalar(obj, t)]
@@ -38,8 +37,8 @@ def parts(obj) -> list[str]:
     emit = out.append
     # The open containers, innermost last, each a `_contents` generator. An explicit stack, not
     # recursion: hatchet trees nest two containers per level, so Python's recursion limit (1,000)
-    # stopped the recursive writer at ~495 levels of scopes. Generators, as in the standard library's
-    # encoder, keep it as fast as the recursive writer was.
+    # would stop at ~495 levels of scopes. Generators, as in the standard library's encoder, keep
+    # it fast.
     stack = [_contents(obj, 0, emit)]
     while stack:
         child = next(stack[-1], None)

@@ -1,6 +1,6 @@
 """Proton's hatchet JSON: `[tree, device_info]`, keys sorted, indent 4, a newline before and after.
 
-Byte-compatible with Triton 3.6's writer (checked against `fixtures/proton-3.6`): kernel nodes carry
+Byte-compatible with Triton 3.6's writer (checked against `tests/data/proton_3_6`): kernel nodes carry
 `time (ns)`, `count`, `device_id` and `device_type` (ids as strings); ROOT carries a zero for
 `count` and `time (ns)` when there are kernels and for every non-exclusive user metric, which is what
 makes proton-viewer treat those metrics as inclusive.
@@ -12,19 +12,11 @@ returns, holds None there for the same reason.
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-
+from ..model.gc_pause import gc_paused
+from ..model.hatchet_names import COUNT, DEVICE_ID, DEVICE_TYPE, DROPPED_RECORDS, RUN_METADATA_KEY, TIME_NS
 from ..model.profile import Profile
 from ..model.tree import Node, TreeData, build_tree
 from . import fast_json
-
-# The run's metadata (the command line) goes in one more key of the ROOT node object, beside
-# "frame", "metrics" and "children": hatchet's literal reader (Proton's viewer) reads only those
-# three keys of a node, so it is ignored there. Not a ROOT metric (Proton's viewer would take it for
-# an inclusive metric), not the device block (Proton's util walks every key of it as a device type),
-# not a third list element (hatchet would take it for another root).
-METADATA_KEY = "lepton"
 
 
 def _finite(value):
@@ -40,8 +32,8 @@ def _metrics(node: Node) -> dict:
     metrics = {name: _finite(v) for name, v in node.metrics.items()}
     if node.kernel is not None:
         k = node.kernel
-        metrics.update({"count": k.count, "device_id": str(k.device_id), "device_type": k.device_type,
-                        "time (ns)": k.time_ns})
+        metrics.update({COUNT: k.count, DEVICE_ID: str(k.device_id), DEVICE_TYPE: k.device_type,
+                        TIME_NS: k.time_ns})
     return metrics
 
 
@@ -67,13 +59,13 @@ def root_zeros(profile: Profile, root: Node) -> dict:
     assert isinstance(data, TreeData)
     zeros = {}
     if data.kernels:
-        zeros.update({"count": 0, "time (ns)": 0})
+        zeros.update({COUNT: 0, TIME_NS: 0})
     for name, spec in data.specs.items():
         if not spec.per_node:
             zeros[name] = 0
     zeros.update(root.metrics)  # metrics added on ROOT itself keep their value
     if profile.dropped_records:
-        zeros["dropped_records"] = profile.dropped_records
+        zeros[DROPPED_RECORDS] = profile.dropped_records
     return zeros
 
 
@@ -96,30 +88,15 @@ def device_block(profile: Profile, root: Node) -> dict:
     return block
 
 
-@contextmanager
-def _collector_paused():
-    """Pauses the cyclic garbage collector (as it was before, after). Building a tree allocates
-    ~5 tracked objects a node, and the collections that triggers, each re-scanning the growing
-    tree, took over half of `to_literal`'s time: 1.7 s instead of 0.7 s for 100,000 nodes. Nothing
-    built here is cyclic garbage (nodes hold no parent links), so pausing leaves nothing behind."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def to_literal(profile: Profile) -> list:
     """The `[tree, device_info]` structure that `json.dump` writes (and `proton.data.get` returns)."""
-    with _collector_paused():
+    with gc_paused():
         root = build_tree(profile.paths, profile.data)
         literal = node_literal(root)
     literal["metrics"] = {name: _finite(v) for name, v in root_zeros(profile, root).items()}
     metadata = profile.metadata()
     if metadata:
-        literal[METADATA_KEY] = metadata
+        literal[RUN_METADATA_KEY] = metadata
     return [literal, device_block(profile, root)]
 
 
@@ -128,5 +105,5 @@ def render(profile: Profile) -> bytes:
     pieces.insert(0, "\n")
     pieces.append("\n")
     text = "".join(pieces)
-    del pieces  # at most two copies of the text alive at once (900 MB each at 5,000 levels)
+    del pieces  # at most two copies of the text alive at once: a deep profile's text is large
     return text.encode()

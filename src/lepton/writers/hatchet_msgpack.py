@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import msgpack
 
+from ..model.hatchet_names import COUNT, DEVICE_ID, DEVICE_TYPE, RUN_METADATA_KEY, TIME_NS
 from ..model.profile import Profile
 from ..model.tree import Node, build_tree
-from .hatchet import METADATA_KEY, device_block, root_zeros
+from .hatchet import device_block, root_zeros
 
 _INT_MIN, _INT_END = -(1 << 63), 1 << 64
 
@@ -34,8 +35,8 @@ def _metrics(node: Node) -> dict:
     metrics = {}
     if node.kernel is not None:
         k = node.kernel
-        metrics = {"time (ns)": k.time_ns, "count": k.count, "device_id": str(k.device_id),
-                   "device_type": k.device_type}
+        metrics = {TIME_NS: k.time_ns, COUNT: k.count, DEVICE_ID: str(k.device_id),
+                   DEVICE_TYPE: k.device_type}
     for name in sorted(node.metrics):
         metrics[name] = _fits(node.metrics[name])
     return metrics
@@ -75,7 +76,7 @@ def render(profile: Profile) -> bytes:
         out.append(packer.pack("metrics"))
         out.append(packer.pack({name: _fits(value) for name, value in metrics.items()}))
         if metadata:  # before "children": the children's maps follow its array header
-            out.append(packer.pack(METADATA_KEY))
+            out.append(packer.pack(RUN_METADATA_KEY))
             out.append(packer.pack(run_metadata))
         out.append(packer.pack("children"))
         out.append(packer.pack_array_header(len(children)))

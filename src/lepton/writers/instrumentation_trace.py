@@ -1,6 +1,6 @@
 """Proton's instrumentation trace: one Chrome `X` event per scope interval of every warp.
 
-Lanes as Proton 3.6 writes them (`fixtures/proton-3.6/instrumentation_trace.chrome_trace`):
+Lanes as Proton 3.6 writes them (`tests/data/proton_3_6/instrumentation_trace.chrome_trace`):
 `pid` = `"<kernel> Core<SM> CTA<program id>"`, `tid` = `"warp <w> (line <l>)"`, where a warp's
 overlapping intervals (nested scopes) are packed on lines 0, 1, ... (first line free at the
 interval's start); `name` = scope name, `cat` = kernel name, `cname` = a Chrome color per scope id.

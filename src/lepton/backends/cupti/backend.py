@@ -43,7 +43,7 @@ from .collector import Collector
 from .devices import Driver
 from .graphs import GraphNodePaths
 
-# ≈9.7k kernels (216 B each) per buffer. Completed buffers are parsed on CUPTI's thread only once
+# 2 MiB holds ≈9.7k kernel records of 216 B. Completed buffers are parsed on CUPTI's thread only once
 # PROCESS_AT_BYTES of them wait (bounded memory for a profile left on), else at the next flush or
 # finalize: the parse holds the GIL, so parsing as they came stopped the launching thread
 # (docs/design.md, "CUPTI buffers").
@@ -55,8 +55,8 @@ _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
 # blocked longer than this would land at the top level).
 MARKS_KEPT_NS = 10_000_000_000
 # Buffers made resident at start: CUPTI writes API records on the launching thread, so the first
-# writes to a fresh buffer's pages would fault them in (512 faults per 2 MiB buffer) inside the loop
-# being profiled rather than in start().
+# writes to a fresh buffer's pages would fault them in inside the loop being profiled rather than in
+# start().
 _RESIDENT_AT_START_BYTES = 8 << 20
 
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
@@ -187,16 +187,6 @@ _C_COMPLETED = BufferCompletedFunc(_buffer_completed)
 _C_CALLBACK = CallbackFunc(_resource_callback)
 
 
-def _current_path_of(sink) -> Callable[[], int]:
-    """The calling thread's current path id, from the sink (the runtime): its `current_path` if it
-    has one, else its runtime's shadow stacks. Duck-typed: `backends` may not import the runtime."""
-    fn = getattr(sink, "current_path", None)
-    if fn is None:
-        shadow = getattr(getattr(sink, "runtime", None), "shadow", None)
-        fn = getattr(shadow, "current", None)
-    return fn if fn is not None else (lambda: 0)
-
-
 class CuptiBackend(Backend):
     name = "cupti"
     device_type = "CUDA"
@@ -234,8 +224,8 @@ class CuptiBackend(Backend):
         except CuptiBusyError:
             if not _idle_torch_profiler_holds_cupti():
                 raise
-            # torch.profiler (Kineto) subscribes at its first use and never unsubscribes [measured,
-            # torch 2.11], but between its sessions CUPTI's activity API is free; Kineto registers
+            # torch.profiler (Kineto) subscribes at its first use and never unsubscribes (docs/design.md,
+            # "CUPTI's clock"), but between its sessions CUPTI's activity API is free; Kineto registers
             # its buffer callbacks again when it next starts. Without a subscription there are no
             # graph-node callbacks, so replayed kernels land under the replay scope only.
             self._subscriber = None
@@ -243,7 +233,7 @@ class CuptiBackend(Backend):
             warnings.warn("lepton: torch.profiler keeps CUPTI's callback slot after its session; "
                           "kernels of CUDA graphs are attributed to the scope of their replay only "
                           "(not to the scopes they were captured in)", RuntimeWarning, stacklevel=2)
-        self._current_path = _current_path_of(self.sink)
+        self._current_path = self.sink.current_path
         try:
             if self._subscriber is not None:
                 self.graph_capture_scopes = True
@@ -356,8 +346,7 @@ class CuptiBackend(Backend):
 
     def _restore_api_records(self) -> None:
         """Leaves CUPTI's per-API switches as they were, for the next client (torch.profiler).
-        Not where CUPTI is detached next, which resets them all: that saves ≈1300 calls, ≈2 ms of
-        finalize (a cProfile of finalize on the H100)."""
+        Not where CUPTI is detached next, which resets them all (docs/design.md, "Detaching CUPTI")."""
         cupti, how, (off_drv, off_rt) = self.cupti, self.api_records, self._masked
         self._masked, self.api_records = ([], []), ""
         if self._detaches():

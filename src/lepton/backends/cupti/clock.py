@@ -1,15 +1,14 @@
 """CUPTI's clock, and how its timestamps become the host's `time.time_ns()` line.
 
-By default CUPTI stamps records with CLOCK_REALTIME on Linux (CUPTI's documentation; measured on the
-H200: `cuptiGetTimestamp() - time.time_ns()` is 87-89 ns, the cost of the call, and does not drift),
-so its timestamps are already on the host line and the threads' time lines are kept with
-`time.time_ns()`, the cheapest clock to read.
+By default CUPTI stamps records with CLOCK_REALTIME on Linux (CUPTI's documentation), so its
+timestamps are already on the host line and the threads' time lines are kept with `time.time_ns()`,
+the cheapest clock to read.
 
 Another client may have registered its own timestamp source: torch.profiler (Kineto) registers the
-CPU's TSC through `cuptiActivityRegisterTimestampCallback` and leaves it after its session
-(measured: CUPTI then returned ≈7.7e10 while `time.time_ns()` was ≈1.8e18). Then the time lines are
-kept with `cuptiGetTimestamp` itself, the clock of the records, and record times are mapped to the
-host line by a line fitted over a short calibration (the TSC does not tick in nanoseconds).
+CPU's TSC through `cuptiActivityRegisterTimestampCallback` and leaves it after its session. Then the
+time lines are kept with `cuptiGetTimestamp` itself, the clock of the records, and record times are
+mapped to the host line by a line fitted over a short calibration (the TSC does not tick in
+nanoseconds). docs/design.md, "CUPTI's clock", has the measurements.
 """
 from __future__ import annotations
 

@@ -63,7 +63,6 @@ class Collector:
         self.pending: list[tuple[np.ndarray, int]] = []
         self.pending_bytes = 0
         self._done: list[tuple[np.ndarray, int]] = []  # parsed (buffer, used bytes), for reuse
-        self.kernels_delivered = 0
         self.invalid_kernels = 0
         # thread id -> start of its latest launch call attributed (CUPTI's clock). Per thread:
         # CUPTI may keep a buffer per thread, so one thread's records can arrive long after a
@@ -141,7 +140,6 @@ class Collector:
             batch = self._attribute(rec, flush)
             if batch is None or not len(batch):
                 return 0
-            self.kernels_delivered += len(batch)
             if self.before_ingest is not None:
                 self.before_ingest(batch)
         self.sink.ingest(batch)

@@ -2,7 +2,7 @@
 
 A replayed kernel's record carries the correlation id of the `cuGraphLaunch` that replayed it, so
 it finds the path its replaying thread was in at *replay*. Where it was *captured* comes from CUPTI resource
-callbacks (cupti-notes §5.3, Proton's `handleGraphResourceCallbacks`):
+callbacks (as Proton's `handleGraphResourceCallbacks` does):
 
 - `GRAPHNODE_CREATED` runs on the capturing thread while the node is added, so the thread's current
   path then is the node's capture path;

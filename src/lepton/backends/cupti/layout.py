@@ -69,7 +69,7 @@ class Kernel:  # CUpti_ActivityKernel10
     name = 104  # const char*
     # uint64: when the launch call queued the kernel, on the API records' clock (inside the call),
     # with cuptiActivityEnableLatencyTimestamps; 0 otherwise. Not valid for a graph's kernels
-    # (measured: 0, or the last eager kernel's value).
+    # (0, or the last eager kernel's value).
     queued = 120
     graph_node_id = 144  # uint64
     graph_id = 156  # uint32
@@ -120,7 +120,7 @@ ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39
 
 ACTIVITY_FLAG_FLUSH_FORCED = 1
 # CUpti_ActivityThreadIdType: what API records carry as `threadId`. DEFAULT is pthread_self() cut to
-# 32 bits, which collided for live threads (100 threads gave 94 ids, measured on the H200); SYSTEM
+# 32 bits, which collided for live threads (docs/design.md, "Thread ids"); SYSTEM
 # is gettid(), unique among live threads, and Python's threading.get_native_id().
 THREAD_ID_TYPE_SYSTEM = 1
 # CUpti_ActivityAttribute: with 1, CUPTI trusts the client to hand out zeroed buffers instead of
@@ -128,7 +128,7 @@ THREAD_ID_TYPE_SYSTEM = 1
 ATTR_ZEROED_OUT_ACTIVITY_BUFFER = 5
 
 # -- the launch APIs, whose records give each kernel its launching thread and time ---------------
-# Every other API's records stay off (whole domains cost ≈25 records per launch pair).
+# Every other API's records stay off: whole domains write many records per launch.
 DRIVER_LAUNCH_CBIDS = (
     115,  # cuLaunch
     116,  # cuLaunchGrid

@@ -1,7 +1,7 @@
 """Finding and loading libcupti and libcuda, without loading a second copy of either.
 
-One process must hold exactly one libcupti (cupti-notes §1.4: with two, torch's Kineto and Lepton
-each talk to their own instance). So the search order is:
+One process must hold exactly one libcupti (with two, torch's Kineto and Lepton each talk to their
+own instance). So the search order is:
 
 1. `LEPTON_CUPTI_PATH` (a file, or a folder holding `libcupti.so*`): the user's explicit choice;
 2. a libcupti already mapped into this process (`/proc/self/maps`): `import torch` maps the one
@@ -80,8 +80,8 @@ def load_cupti() -> tuple[ctypes.CDLL, str, int]:
     """`(lib, path, api_version)`; loaded once per process.
 
     Bound with `ctypes.CDLL`, which releases the GIL around each call: CUPTI calls back into Python
-    from its own thread while a flush waits. (Holding it, `PyDLL`, saved 0.07 µs per push/pop pair,
-    1.26 vs 1.33 µs measured on the H200: not worth a lock-order risk against CUPTI's thread.)
+    from its own thread while a flush waits; holding it (`PyDLL`) saves too little to risk a lock
+    order against CUPTI's thread (docs/design.md, "Binding libcupti").
     Raises `BackendError` when there is none or its record layouts are not the ones Lepton reads.
     """
     with _lock:

@@ -3,9 +3,8 @@ machines with no GPU.
 
 A CUPTI buffer is a chain of records, each starting with its 4-byte `kind` and as long as its kind's
 struct; records are 8-byte aligned and follow one another with no gap. Walking it one record at a
-time in Python costs ≈1 µs per record, and a launch leaves two records (its API call's and its
-kernel's), so a million kernels would take seconds. Instead `walk` finds the chain for
-the whole buffer at once:
+time in Python would take seconds for a million kernels (docs/design.md, "CUPTI buffers"). Instead
+`walk` finds the chain for the whole buffer at once:
 
 1. read the 32-bit word at every 8-byte slot and look it up in the per-kind size table: every slot
    whose word is a known kind is a *candidate* record start, pointing at `slot + size`;
@@ -52,8 +51,8 @@ def _chain(buf: np.ndarray, valid_bytes: int, table: np.ndarray, start: int):
     n = (valid_bytes - start) // 8
     if n <= 0:
         return np.zeros(0, np.int64), np.zeros(0, np.uint32), 0
-    # Copy the strided words first: np.take is ≈4x slower on a strided view (2.2 vs 0.6 ms per
-    # 8 MiB buffer, measured), and so is flatnonzero on uint8 rather than bool.
+    # Copy the strided words first: np.take is slower on a strided view, and so is flatnonzero on
+    # uint8 rather than bool (docs/design.md, "CUPTI buffers").
     words = buf[start:start + 8 * n].view("<u4")[::2].copy()
     steps = np.take(table, words, mode="clip")  # words > 255 clip to table[255] == 0
     cand = np.flatnonzero(steps != 0)
@@ -138,7 +137,7 @@ def extract(buf: np.ndarray, offsets: np.ndarray) -> Records:
 def _fields(buf: np.ndarray, start: int, chain: np.ndarray, words: np.ndarray) -> Records:
     """The columns of the records at slots `chain` (relative to byte `start`). 4-byte fields that
     open an 8-byte slot are read from `words`, the compact copy `_chain` made, which is half the
-    size of the buffer and still in cache: this halves the parse time of a cold 8 MiB buffer."""
+    size of the buffer and still in cache."""
     end = len(buf) - len(buf) % 8
     u32 = buf[:end].view("<u4")
     u64 = buf[:end].view("<u8")

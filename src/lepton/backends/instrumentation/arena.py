@@ -2,8 +2,8 @@
 launch.
 
 Each instrumented launch needs a buffer of its own until the queue is decoded. Taking each from
-torch's caching allocator made every launch of a 4096-block kernel a `cudaMalloc` of 34 MB while the
-queue held the earlier ones: 0.12 ms a launch instead of 0.03 on the H100 (docs/design.md). The
+torch's caching allocator made every launch of a large kernel a `cudaMalloc` while the queue held
+the earlier ones, several times the cost of a launch (docs/design.md). The
 arena cuts buffers from a few large chunks with a bump pointer and reuses the chunks once the queue
 is decoded (`recycle`, called only after the device has finished with every buffer handed out).
 """

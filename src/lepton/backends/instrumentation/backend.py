@@ -28,15 +28,14 @@ from .layout import BUF_SIZE_BYTE, HEADER_BYTES
 from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up, widened_row_bytes
 
 # Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
-# temporaries take about four times that. 256 MiB made the sums alone peak past 1 GiB (docs/design.md);
+# temporaries take about four times that, so larger pieces made the sums alone peak past 1 GiB;
 # at 64 MiB a piece is ~70 launches of a 4096-block kernel, whose fixed cost (kernel launches and
-# four copies to the host) is then a few us a launch.
+# four copies to the host) is then small per launch (docs/design.md, "Two scopes cost 30x one").
 SUMS_BYTES = 64 << 20
 # Launches queued after which the launch hook decodes the queue, whatever their buffers' size:
 # with only the byte bound, kernels sized to their records (0.5-1.5 MB a launch of 4096 blocks)
-# queued 1,400-4,000 launches and the arena grew to 2-3 GiB before the first decode. A decode in
-# the loop costs ~27 ms fixed on the H100 (256 launches a decode made one scope's step 0.199 ms
-# against 0.066), so the queue holds 2,048: ~13 us a launch, and an arena of 1-3 GiB at most.
+# queued thousands of launches and the arena grew to gigabytes before the first decode; a decode in
+# the loop has a fixed cost, so the queue holds 2,048 (docs/design.md, "Two scopes cost 30x one").
 QUEUE_LAUNCHES = 2048
 
 
@@ -136,7 +135,7 @@ class InstrumentationBackend(Backend):
         except (ImportError, RuntimeError, AssertionError) as e:  # no torch, or torch without a GPU
             raise UsageError(f"backend='instrumentation' needs Triton with its proton passes and torch on a "
                              f"CUDA GPU: {e}") from None
-        # The first sums load torch's kernels (about 0.35 s on the H100, docs/design.md): here, not
+        # The first sums load torch's kernels, which takes a while (docs/design.md): here, not
         # in the user's loop or at finalize.
         with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
             warm_up(TorchOps, lambda array: torch.from_numpy(array).to(f"cuda:{device}"))

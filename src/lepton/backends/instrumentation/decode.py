@@ -13,9 +13,8 @@ first entries were overwritten, and the oldest survivor sits where the next writ
 
 Pairing follows Proton's `CircularLayoutParser`, per (CTA, warp, scope): a START opens the scope
 unless it is open (START after START: ignored), an END closes it if it is open (END without START:
-ignored). Everything is numpy over all CTAs of a batch of launches at once: about 1 ms a launch of 4096
-CTAs x 4 warps x 2 events on a 2-core CPU (`bench/core.py`); a tree that needs only sums
-takes them on the GPU instead (`sums`).
+ignored). Everything is numpy over all CTAs of a batch of launches at once (`python bench/core.py`
+prints `decode_launch_ms`); a tree that needs only sums takes them on the GPU instead (`sums`).
 """
 from __future__ import annotations
 
@@ -106,7 +105,7 @@ def _good_slots(words: np.ndarray, scratch_size: int, num_units: int, data_word:
     size_ok = (buf <= room) & (buf % (num_units * ENTRY_BYTES) == 0)
     if (~preamble_ok).any():
         bad = np.flatnonzero(~preamble_ok)
-        warnings.append(f"{len(bad)} CTA slot(s) without the 0xDEADBEEF preamble (slots "
+        warnings.append(f"{len(bad)} CTA slot(s) without the 0x{PREAMBLE:X} preamble (slots "
                         f"{_few(bad)}): skipped, the kernel may not have run to its end")
     if (preamble_ok & ~size_ok).any():
         bad = np.flatnonzero(preamble_ok & ~size_ok)

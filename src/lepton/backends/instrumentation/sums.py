@@ -1,13 +1,12 @@
 """Per-scope sums of a batch of launches, computed where their buffers are: on the GPU.
 
 A profile tree needs, per launch and scope, only the summed cycles and nanoseconds; decoding every
-interval on the host to add them up cost 1.4 ms a launch of 4096 CTAs on the H100's host, forty
-times the kernel, against 24 us here (docs/design.md). So where every warp's buffer is well formed (no wrap, each
-scope's records alternating START, END), the sums are taken with a dozen array operations over the
-whole batch, and only a launches x scopes table crosses to the host. Anything else (a wrapped
-buffer, an unpaired record, a bad slot, or a session that keeps the trace: `HostReason`) goes
-through the host decoder (`decode`), which pairs every record the way Proton does and says what was
-wrong.
+interval on the host to add them up cost many times the kernel (docs/design.md). So where every
+warp's buffer is well formed (no wrap, each scope's records alternating START, END), the sums
+are taken with a dozen array operations over the whole batch, and only a launches x scopes table
+crosses to the host. Anything else (a wrapped buffer, an unpaired record, a bad slot, or a session
+that keeps the trace: `HostReason`) goes through the host decoder (`decode`), which pairs every
+record the way Proton does and says what was wrong.
 
 The formulas are `decode` and `model.cycles` restated over a dense (CTA, warp, entry) grid: the
 END at rank r of a scope in a warp closes the START at rank r - 1; each CTA converts cycles to ns at
@@ -234,7 +233,7 @@ class TorchOps(ArrayOps):
         import torch
 
         flat = values.t().contiguous().reshape(-1)  # a 1-D scan is CUB's; along dim 0 of (rows, 2) it
-        # is one thread per column over every row (`scan_outer_dim`): 1.4 ms a launch (docs/design.md)
+        # is one thread per column over every row (`scan_outer_dim`; docs/design.md)
         return torch.cat([torch.zeros(1, dtype=values.dtype, device=values.device), flat.cumsum(0)])
 
     @staticmethod
@@ -351,7 +350,7 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
     seg_words, width = layout
     # (entry word, CTA, warp): only the words the busiest warp wrote, widened; the scans below run
     # along the entries, which torch scans fast only when that axis is not the innermost
-    # (docs/design.md: 12x on the H100).
+    # (docs/design.md).
     entries = ops.segments(slots, data_word, num_units, seg_words, width)
     per_row, ends, first, last, checks = _scope_rows(ops, entries, head[:, HEADER_WORDS:] // 2, scope_ids)
     ok = ops.host(ops.scalars(checks))
@@ -423,7 +422,7 @@ def _per_launch_sums(ops: type[ArrayOps], head, ctas: list[int], per_row, ends, 
     rows = per_row.shape[0]
     bounds = np.concatenate([[0], np.cumsum(ctas)])
 
-    def per_launch(values):  # sums over each launch's rows, which are contiguous (atomics were 10x slower)
+    def per_launch(values):  # sums over each launch's rows, which are contiguous: no atomics
         columns = 1 if values.ndim == 1 else values.shape[1]
         at = ops.index((np.arange(columns)[:, None] * rows + bounds[None, :]).reshape(-1).tolist(), values)
         totals = ops.flat_prefix_sums(values)[at].reshape(columns, len(ctas) + 1)

@@ -17,6 +17,7 @@ from importlib import resources
 
 import numpy as np
 
+from ...model.hatchet_names import COUNT, DEVICE_ID, TIME_NS
 from .. import specs
 from ..derive import FLOP_WIDTHS_BITS, Catalog, Column, _text_column, seconds_at_peak
 from ..diff import subtract
@@ -117,22 +118,22 @@ def _tree_part(tree: Tree, options: RenderOptions, metrics: dict[str, list]) -> 
     distinct = list(dict.fromkeys(names))
     position = {name: i for i, name in enumerate(distinct)}
     return {"parent": tree.parent.tolist(), "name": [position[n] for n in names], "names": distinct,
-            "kernel": (_text_column(tree, "device_id") != "").astype(int).tolist(), "metrics": metrics}
+            "kernel": (_text_column(tree, DEVICE_ID) != "").astype(int).tolist(), "metrics": metrics}
 
 
-STANDARD = {"time (ns)", "count", "bytes", "cpu_time (ns)", *(f"flops{w}" for w in FLOP_WIDTHS_BITS), "flops"}
+STANDARD = {TIME_NS, COUNT, "bytes", "cpu_time (ns)", *(f"flops{w}" for w in FLOP_WIDTHS_BITS), "flops"}
 
 
 def _kernel_rows(tree: Tree, options: RenderOptions) -> dict:
     """One row per kernel name (summed over call paths): time, count, flops, bytes, seconds at peak
     (for util), and the kernel properties (per-node metrics such as num_warps: first value seen)."""
-    kernel = _text_column(tree, "device_id") != ""
+    kernel = _text_column(tree, DEVICE_ID) != ""
     nodes = np.flatnonzero(kernel)
     names = display_names(tree, options, escape=False)
     flop_s, byte_s, _ = seconds_at_peak(tree)
     bound = np.where(byte_s > flop_s, byte_s, flop_s)
-    time = tree.numbers.get("time (ns)", np.full(len(tree), np.nan))
-    count = tree.numbers.get("count", np.full(len(tree), np.nan))
+    time = tree.numbers.get(TIME_NS, np.full(len(tree), np.nan))
+    count = tree.numbers.get(COUNT, np.full(len(tree), np.nan))
     flops = sum((np.nan_to_num(tree.numbers[f"flops{w}"]) for w in FLOP_WIDTHS_BITS if f"flops{w}" in tree.numbers),
                 np.zeros(len(tree)))
     nbytes = tree.numbers.get("bytes", np.full(len(tree), np.nan))

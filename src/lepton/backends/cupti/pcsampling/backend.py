@@ -31,6 +31,7 @@ from ctypes import POINTER, c_char_p, c_size_t, c_uint32, c_uint64, c_void_p
 import numpy as np
 
 from ....errors import BackendError, UsageError
+from ....model.hatchet_names import SASS_CODE_KEY, SASS_KEY
 from .. import layout
 from ..backend import CuptiBackend
 from ..bindings import Cupti, CuptiError
@@ -46,9 +47,9 @@ PCS_AT_DISABLE = 16384  # what disabling hands over fits here; CUPTI discards wh
 SCRATCH_BUFFER_BYTES = 16 << 20  # Proton's: CUPTI's host buffer of PC records between drains
 HARDWARE_BUFFER_BYTES = 128 << 20  # Proton's: the device buffer the SMs write samples to
 # CUPTI's worker threads move the device buffer into the scratch buffer this often; at its default
-# (100 ms) a busy H100 filled 128 MiB before they woke (docs/design.md, "Draining while it runs").
+# no sample reached a read (docs/design.md, "Draining while it runs").
 WORKER_SLEEP_MS = 10
-DRAIN_PERIOD_S = 0.05  # the drain thread's period: a drain costs ~0.5 ms, mostly per distinct PC
+DRAIN_PERIOD_S = 0.05  # the drain thread's period (a drain's cost is mostly per distinct PC)
 _MAX_GETS_PER_DRAIN = 100_000  # a runaway guard: 4e8 PCs
 
 
@@ -179,7 +180,7 @@ class _Context:
         self.table = StallTable(indices, names)
         # Two buffers: CUPTI flushes into the configured one by itself (module unload, context
         # end), and `cuptiPCSamplingGetData` must be given another (given the configured one, it
-        # returned no PC on the H100 with CUDA 13, where another buffer got them all).
+        # returned no PC; docs/design.md, "Draining while it runs").
         self.flushed = SampleBuffers(PCS_AT_DISABLE, len(indices))
         self.buffers = SampleBuffers(PCS_PER_GET, len(indices))
         self.indices = (c_uint32 * max(len(indices), 1))(*indices)
@@ -190,7 +191,7 @@ class _Context:
             (L.ATTR_HARDWARE_BUFFER_SIZE, HARDWARE_BUFFER_BYTES, 0),
             (L.ATTR_SAMPLING_DATA_BUFFER, self.flushed.address, 0),
             # Off: with start/stop control, cuptiPCSamplingGetData returns nothing until a stop,
-            # and a stop from another thread while one launches hung (H100, CUDA 13).
+            # and a stop from another thread while one launches hung (docs/design.md).
             (L.ATTR_ENABLE_START_STOP_CONTROL, 0, 0),
             (L.ATTR_COLLECTION_MODE, L.COLLECTION_MODE_CONTINUOUS, 0),
         ]
@@ -444,9 +445,9 @@ class PCSamplingBackend(CuptiBackend):
                 packed = sass_extras.packed_code(self._cubins.get(crc), function, arch)
                 if packed is not None:
                     code[function] = packed
-        extras = {"sass": sass} if sass else {}
+        extras = {SASS_KEY: sass} if sass else {}
         if code:
-            extras["sass_code"] = code
+            extras[SASS_CODE_KEY] = code
         return extras
 
     def _report(self) -> None:
@@ -468,7 +469,7 @@ class PCSamplingBackend(CuptiBackend):
         if name is None:
             cubin = self._cubins.get(crc)
             if cubin is None and crc not in self._searched_crcs:
-                # Once per cubin: the search walks every Python object (35 ms with torch loaded),
+                # Once per cubin: the search walks every Python object (docs/design.md),
                 # holding the GIL against the launching thread when a drain runs it.
                 self._searched_crcs.add(crc)
                 self._keep_triton_cubins()

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....model.hatchet_names import NUM_SAMPLES as NUM_SAMPLES  # the decoder writes it, as L.NUM_SAMPLES
+from ....model.hatchet_names import STALL_PREFIX
+
 # CUPTI_API_VERSION of CUDA 12.4, the first whose CUpti_PCSamplingPCData is 64 bytes.
 MIN_API_VERSION = 22
 
@@ -66,7 +69,6 @@ ERROR_NOT_SUPPORTED = 27
 ERROR_INSUFFICIENT_PRIVILEGES = 35
 
 # -- metric names ----------------------------------------------------------------------------------
-NUM_SAMPLES = "num_samples"
 NUM_STALLED_SAMPLES = "num_stalled_samples"
 # Proton's stall counters (Data/Metric.h, PCSamplingMetric), in its order: every node with samples
 # carries all of them. Proton spells one `stalled_not_Selected`: kept, for files that compare equal.
@@ -96,8 +98,8 @@ def stall_metric(cupti_name: str) -> tuple[str, bool]:
     not_issued = name.endswith(NOT_ISSUED)
     if not_issued:
         name = name[:-len(NOT_ISSUED)]
-    if not name.startswith("stalled_"):
-        name = "stalled_" + name
+    if not name.startswith(STALL_PREFIX):
+        name = STALL_PREFIX + name
     return _RENAMED.get(name, name), not_issued
 
 

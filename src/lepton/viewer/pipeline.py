@@ -1,0 +1,256 @@
+"""The viewer's pipeline: load -> tree -> derive -> filter -> render, for lepton-view and the Python
+API alike.
+
+Each stage is one function here (`load_profile`, `derive_columns`, `filter_columns`); `prepare`
+chains derive and filter as proton-viewer's `parse` does, and `show` runs the whole pipeline for
+one `ViewOptions`, which is what `lepton-view` runs once it has parsed its command line. The Python
+API (`viewer.python_api`) runs the same stages on its DataFrame.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, TextIO
+
+import numpy as np
+
+from .demangle import demangle
+from .derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
+from .diff import subtract
+from .escape import printable
+from .filters import FilterError, apply_filters
+from .flat_tree import Tree
+from .load import ProfileError, load
+from .next_tool import handoff
+from .ranks import check_one_run, merge, rank_label, rank_view
+from .render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
+
+PROG = "lepton-view"
+EXIT_OK, EXIT_NOTHING_TO_SHOW, EXIT_BAD_INPUT = 0, 1, 2
+DEFAULT_METRIC = "time/ms"  # proton-viewer prints nothing without -m; we show time
+
+ColorMode = Literal["auto", "always", "never"]
+OutputFormat = Literal["tree", "csv", "json"]
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    file: str
+    more_files: tuple[str, ...] = ()  # further ranks of one run (viewer.ranks)
+    merge: Literal["sum", "mean"] | None = None  # several files as one profile
+    html: str | None = None  # write the HTML report here instead of printing
+    metrics: list[str] | None = None
+    list_metrics: bool = False
+    include: str | None = None
+    exclude: str | None = None
+    threshold: float | None = None
+    depth: int = 100
+    name_format: str = "full"
+    print_sorted: bool = False
+    diff_file: str | None = None
+    color: ColorMode = "auto"
+    mangled: bool = False
+    full_names: bool = False
+    output: OutputFormat = "tree"
+    width: int | None = None  # None: the terminal's width when stdout is one; 0: never shorten
+    max_nodes: int = DEFAULT_MAX_NODES  # lines of the tree and of --print-sorted; 0: all
+    ncu: str | None = None  # print the Nsight Compute command for the kernel matching this regex
+    sass: str | None = None  # the hottest instructions of the sampled kernels matching this regex
+    lines: int | None = None  # the N hottest source lines of each sampled kernel
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A tree derived and filtered, with its columns and the warnings to print under it."""
+
+    tree: Tree
+    columns: list[Column]
+    warnings: list[str]
+
+
+# -- the stages -------------------------------------------------------------------------------------
+def load_profile(path: str | os.PathLike) -> Tree:
+    """Load: a hatchet JSON or MessagePack file, Lepton's or Proton's, as a Tree."""
+    return load(path)
+
+
+def derive_columns(tree: Tree, metrics: Sequence[str]) -> tuple[list[Column], list[str]]:
+    """Derive: one column per requested metric, computed on the whole tree, and the warnings."""
+    derived = derive(tree, list(metrics))
+    return derived.columns, list(derived.warnings)
+
+
+def filter_columns(tree: Tree, columns: list[Column], include: str | None = None, exclude: str | None = None,
+                   threshold: float | None = None,
+                   aliases: Sequence[str] | None = None) -> tuple[Tree, list[Column]]:
+    """Filter: -i / -e / -t on the tree and its columns (`aliases`: other names the patterns match)."""
+    return apply_filters(tree, columns, include, exclude, threshold, aliases)
+
+
+def prepare(tree: Tree, metrics: Sequence[str], options: ViewOptions) -> Prepared:
+    """proton-viewer's `parse`: derive the metrics on the whole tree, then filter it. -i/-e also
+    match the demangled names, since those are what the user reads."""
+    columns, warnings = derive_columns(tree, metrics)
+    aliases = None
+    if not options.mangled and (options.include or options.exclude):
+        aliases = [demangle(name) for name in tree.names]
+    tree, columns = filter_columns(tree, columns, options.include, options.exclude, options.threshold,
+                                   aliases)
+    negative = negative_byte_warning(columns)
+    return Prepared(tree, columns, warnings + [negative] if negative else warnings)
+
+
+def list_text(tree: Tree) -> str:
+    """`-l`, exactly as proton-viewer prints it (names lower-cased, cut at the unit)."""
+    catalog = Catalog.of(tree)
+    lines = ["Available inclusive metrics:"] + [f"- {printable(short_name(m))}" for m in catalog.inclusive]
+    lines += ["Available exclusive metrics:"] + [f"- {printable(short_name(m))}" for m in catalog.exclusive]
+    return "\n".join(lines) + "\n"
+
+
+def default_metrics(tree: Tree) -> list[str]:
+    try:
+        Catalog.of(tree).match("time")
+        return [DEFAULT_METRIC]
+    except MetricError:
+        raise MetricError(f"no -m given and the profile has no time; {Catalog.of(tree).describe()}") from None
+
+
+# -- the whole pipeline -----------------------------------------------------------------------------
+def show(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    """Shows what `options` ask for; returns the exit code. Bad input raises the viewer's errors
+    (ProfileError, MetricError, FilterError, HandoffError), each with a one-line message."""
+    if options.ncu is not None:
+        return _handoff(options.file, options.ncu, stdout, stderr)
+    if options.sass is not None:
+        from .sass import show_sass
+
+        return show_sass(options.file, options.sass, stdout, stderr)
+    if options.lines is not None:
+        from .lines import show_lines
+
+        return show_lines(options.file, options.lines, options.include, stdout, stderr)
+    if options.html:
+        return _write_report(options, options.html, stdout, stderr)
+    if options.more_files:
+        return _show_ranks(options, stdout, stderr)
+    return _show_one(load_profile(options.file), options, stdout, stderr)
+
+
+def _handoff(path: str, pattern: str, stdout: TextIO, stderr: TextIO) -> int:
+    """--ncu: the command on stdout (one line, for `$(...)`), the note on stderr; exit 2 where a
+    placeholder stands for the program."""
+    result = handoff(load_profile(path), pattern)
+    stdout.write(result.command + "\n")
+    note(stderr, result.note)
+    return EXIT_OK if result.runnable else EXIT_BAD_INPUT
+
+
+def _show_one(tree: Tree, options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    if options.list_metrics:
+        stdout.write(list_text(tree))
+        return EXIT_OK
+    if not tree.numbers:
+        raise ProfileError(f"'{options.file}' has no metrics to show")
+    metrics = options.metrics or default_metrics(tree)
+    view = prepare(tree, metrics, options)
+    tree, columns, warnings, side = view.tree, view.columns, view.warnings, None
+    if options.diff_file:
+        other = prepare(load_profile(options.diff_file), metrics, options)
+        result = subtract(tree, columns, other.tree, other.columns)
+        tree, columns, side, warnings = result.tree, result.columns, result.side, warnings + other.warnings
+    render = render_options(options, stdout)
+    if options.output == "csv":
+        write_csv(stdout, tree, columns, render, side)
+    elif options.output == "json":
+        write_json(stdout, tree, columns, render, side)
+    else:
+        write_tree(stdout, tree, columns, render, side)
+        if options.print_sorted:
+            write_sorted(stdout, tree, columns, render)
+    for warning in warnings:
+        note(stderr, warning)
+    return EXIT_OK
+
+
+def _show_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
+    """Several files: the ranks of one run, side by side (or merged into one profile)."""
+    paths = [options.file, *options.more_files]
+    if options.diff_file:
+        raise FilterError("-diff takes one profile on each side, not several")
+    trees = [load_profile(path) for path in paths]
+    check_one_run(trees, paths)
+    if options.merge:
+        return _show_one(merge(trees, options.merge), options, stdout, stderr)
+    if options.list_metrics:
+        stdout.write(list_text(trees[0]))
+        return EXIT_OK
+    ranks = [rank_label(path, i) for i, path in enumerate(paths)]
+    tree, columns, warnings = rank_view(trees, ranks, options.metrics or default_metrics(trees[0]))
+    aliases = [demangle(name) for name in tree.names] if not options.mangled else None
+    tree, columns = filter_columns(tree, columns, options.include, options.exclude, options.threshold,
+                                   aliases)
+    render = render_options(options, stdout)
+    if options.output == "csv":
+        write_csv(stdout, tree, columns, render)
+    elif options.output == "json":
+        write_json(stdout, tree, columns, render)
+    else:
+        slowest = columns.pop()
+        notes = ["" if np.isnan(r) else f"  [slowest: rank {int(r)}]" for r in slowest.values.tolist()]
+        stdout.write(f"{len(paths)} ranks ({', '.join(map(str, ranks))}); "
+                     "per metric: min median max over ranks\n")
+        write_tree(stdout, tree, columns, render, notes=notes)
+        if options.print_sorted:
+            write_sorted(stdout, tree, columns[2:3], render)  # by the first metric's max
+    for warning in warnings:
+        note(stderr, warning)
+    return EXIT_OK
+
+
+def _write_report(options: ViewOptions, html: str, stdout: TextIO, stderr: TextIO) -> int:
+    """--html: several files are merged first (--merge, default sum); -diff adds the other side."""
+    from .report import report_html
+
+    paths = [options.file, *options.more_files]
+    trees = [load_profile(path) for path in paths]
+    if len(trees) > 1:
+        check_one_run(trees, paths)
+    tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
+    other, other_name = None, None
+    if options.diff_file:
+        other, other_name = load_profile(options.diff_file), os.path.basename(options.diff_file)
+    render = render_options(options, stdout)
+    title = os.path.basename(options.file)
+    if len(paths) > 1:
+        title += f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})"
+    text = report_html(tree, title, render, other, other_name)
+    try:
+        with open(html, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise ProfileError(f"cannot write '{html}': {err.strerror or err}") from err
+    print(f"{PROG}: report written to {html} ({len(tree):,} nodes, {len(text) / 1e6:.1f} MB)", file=stderr)
+    return EXIT_OK
+
+
+def note(stderr: TextIO, message: str) -> None:
+    """One line on stderr, names from the file made printable."""
+    print(f"{PROG}: {printable(message)}", file=stderr)
+
+
+def render_options(options: ViewOptions, stdout: TextIO) -> RenderOptions:
+    """Colour and width as the terminal (where stdout is one) and the options say."""
+    is_terminal = hasattr(stdout, "isatty") and stdout.isatty()
+    if options.color == "auto":
+        color = is_terminal and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    else:
+        color = options.color == "always"
+    width = options.width
+    if width is None and is_terminal:
+        width = shutil.get_terminal_size().columns
+    return RenderOptions(depth=options.depth, name_format=options.name_format, demangle=not options.mangled,
+                         full_names=options.full_names, color=color, width=width or None,
+                         max_nodes=options.max_nodes or None)
