@@ -25,7 +25,7 @@ from ..model.trace import ScopeEvent, TraceData
 from ..model.tree import TreeData
 
 CONTEXTS = ("shadow", "python")
-TIMELINE_ENV = "LEPTON_TRACE_TIMELINE"  # "1": a trace session also records CPU scope instances
+TIMELINE_ENV = "LEPTON_TRACE_TIMELINE"  # "0": a trace session records kernels only (Triton 3.6's)
 DATA_KINDS = ("tree", "trace")
 FORMATS = {"tree": ("hatchet", "hatchet_msgpack"), "trace": ("chrome_trace",)}
 
@@ -81,8 +81,8 @@ class Session:
         self.path = path
         self.context = context
         self.data_kind = data
-        self.timeline = data == "trace" and os.environ.get(TIMELINE_ENV, "").strip().lower() in (
-            "1", "true", "on", "yes")
+        self.timeline = data == "trace" and os.environ.get(TIMELINE_ENV, "").strip().lower() not in (
+            "0", "false", "off", "no")
         self.backend = backend
         self.hook = hook
         self.active = False
