@@ -49,9 +49,10 @@ from .graphs import GraphNodePaths
 # (docs/design.md, "CUPTI buffers").
 BUFFER_BYTES = 2 << 20
 PROCESS_AT_BYTES = 32 << 20
-# Triton's knob for Proton's CUPTI buffer size: records are processed (and periodic flushing's
-# completed phases written) once a buffer of that size fills. Lepton takes it as a cap on both sizes
-# above: a smaller value processes records sooner, never later than Lepton's own sizes.
+# Triton's knob for Proton's CUPTI buffer size: Proton processes the records (and periodic
+# flushing writes the completed phases) of each buffer as it fills. Lepton takes it as a cap on both
+# sizes above: a smaller value processes records sooner (each buffer as it completes, once the
+# buffers are that small), never later than Lepton's own sizes.
 BUFFER_SIZE_VARIABLE = "TRITON_PROFILE_BUFFER_SIZE"
 _MIN_BUFFER_BYTES = 64 << 10  # a buffer must hold records (≈300 kernels), whatever the knob says
 _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
@@ -284,7 +285,8 @@ class CuptiBackend(Backend):
             cap = profile_buffer_bytes()
             if cap is not None:
                 _Shared.buffer_bytes = min(BUFFER_BYTES, max(cap, _MIN_BUFFER_BYTES))
-                self.process_at_bytes = min(PROCESS_AT_BYTES, cap)
+                # a buffer of at most `cap` bytes is processed as it completes, as Proton's are
+                self.process_at_bytes = 1 if cap <= BUFFER_BYTES else min(PROCESS_AT_BYTES, cap)
             _fill_pool(-(-_RESIDENT_AT_START_BYTES // BUFFER_BYTES))
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
             # Registered at every start: torch.profiler registers its own and leaves them.
