@@ -44,14 +44,17 @@ def flushing_format(mode: str, data: str) -> str | None:
     return fmt.lower()
 
 
-def write_phase(session, phase: int, profile: Profile, fmt: str, replace: bool = True) -> None:
-    """Writes one completed phase of `session` to `NAME.part_<phase>.<fmt>` (beside an existing one
-    with `replace=False`: kernels that arrived after the phase's file was written). Called on the
-    writer's thread; never raises: a phase that cannot be written goes back to its session."""
+def write_phase(session, phase: int, data, fmt: str, replace: bool,
+                profile_of: Callable[..., Profile]) -> None:
+    """Writes one completed phase of `session`, `data`, to `NAME.part_<phase>.<fmt>` (beside an
+    existing one with `replace=False`: kernels that arrived after the phase's file was written);
+    `profile_of(session, data)` is what the writer is given. Called on the writer's thread (so the
+    device table is read there, not on CUPTI's); never raises: a phase that cannot be written goes
+    back to its session."""
     try:
-        path = writers.write(profile, session.path, fmt, f".part_{phase}", replace)
+        path = writers.write(profile_of(session, data), session.path, fmt, f".part_{phase}", replace)
     except Exception as e:  # noqa: BLE001  (the phase is kept, and finalize raises if it fails again)
-        session.keep_unwritten(phase, profile.data, fresh_file=not replace)
+        session.keep_unwritten(phase, data, fresh_file=not replace)
         print(f"lepton: could not write phase {phase} of session {session.id} ({session.path}) as it "
               f"completed: {e}; it stays in memory and finalize writes it", file=sys.stderr)
         return

@@ -183,7 +183,7 @@ class SessionRegistry:
                     self.activate(s.id)
                     return s.id
             self._check_files_free(path, data)
-            flush_format = flushing_format(mode, data)  # periodic flushing is the runtime's, not the backend's
+            flush_format = flushing_format(mode, data)  # the runtime's, not the backend's: see phase_files
             backend = self._backend(backend_name.lower(), mode, "" if flush_format else mode)
             if not self.sessions:
                 self.hot_path.threads.set_main_thread()
@@ -264,9 +264,8 @@ class SessionRegistry:
     def _write_completed(self, session: Session, completed: list) -> None:
         """Hands the phases that periodic flushing writes now to the writer's thread."""
         for phase, data, beside in completed:
-            profile = self._profile(session, data)
-            self.phase_writer.submit(functools.partial(write_phase, session, phase, profile,
-                                                       session.flush_format, not beside))
+            self.phase_writer.submit(functools.partial(write_phase, session, phase, data,
+                                                       session.flush_format, not beside, self._profile))
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the

@@ -166,7 +166,8 @@ def _scope_events(scopes: list, order: list[int], base: int, names: _Names) -> l
                           f'"scope_id":{sc.scope_id}}}}}')
         else:
             events.append(f'{{"ph":"X","cat":"scope","name":{names.name(sc.pid)},"ts":{ts},"dur":{dur},'
-                          f'"pid":0,"tid":{sc.lane},"args":{{"call_stack":{stack},"scope_id":{sc.scope_id}}}}}')
+                          f'"pid":0,"tid":{sc.lane},'
+                          f'"args":{{"call_stack":{stack},"scope_id":{sc.scope_id}}}}}')
     return events
 
 
