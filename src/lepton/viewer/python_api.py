@@ -64,8 +64,8 @@ def get_raw_metrics(database: list | IO) -> tuple[ProfileFrame, list[str], list[
     it and as Proton main's viewer takes it) or of an open file (older Proton's), without the
     "(inc)" sums (call gf.update_inclusive_columns()). The decoded profile is not changed."""
     require_pandas("lepton.viewer.get_raw_metrics")
-    if isinstance(database, (list, tuple)):
-        return _frame_and_catalog(from_document(list(database), "<profile data>"), with_sums=False)
+    if not hasattr(database, "read"):
+        return _frame_and_catalog(from_document(database, "<profile data>"), with_sums=False)
     data = database.read()
     data = data.encode("utf-8") if isinstance(data, str) else data
     return _frame_and_catalog(load_bytes(data, str(getattr(database, "name", "<file>"))), with_sums=False)
