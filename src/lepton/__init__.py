@@ -22,7 +22,7 @@ _EXPORTS = {
     "DEFAULT_PROFILE_NAME": "api",
     "scope": "scopes", "cpu_timed_scope": "scopes", "enter_scope": "scopes", "exit_scope": "scopes",
     "state": "states", "enter_state": "states", "exit_state": "states", "metadata_state": "states",
-    "LeptonError": "errors", "UsageError": "errors", "SessionNotFound": "errors",
+    "LeptonError": "errors", "UsageError": "errors", "SessionNotFound": "errors", "PhaseNotFound": "errors",
     "MetricTypeError": "errors", "BackendError": "errors", "WriteError": "errors",
 }
 _SUBMODULES = ("context", "data", "hooks", "mode")
@@ -31,7 +31,7 @@ __all__ = [  # noqa: RUF022  (grouped as _EXPORTS, not sorted)
     "start", "activate", "deactivate", "finalize", "profile", "DEFAULT_PROFILE_NAME",
     "scope", "cpu_timed_scope", "enter_scope", "exit_scope",
     "state", "enter_state", "exit_state", "metadata_state",
-    "LeptonError", "UsageError", "SessionNotFound", "MetricTypeError", "BackendError", "WriteError",
+    "LeptonError", "UsageError", "SessionNotFound", "PhaseNotFound", "MetricTypeError", "BackendError", "WriteError",
     "context", "data", "hooks", "mode",
 ]
 

@@ -1,51 +1,61 @@
 """In-memory export and phases, as `triton.profiler.data`."""
 from __future__ import annotations
 
-from .errors import UsageError
-from .model.tree import TreeData
+import json
+
+import msgpack
+
 from .runtime.registry import REGISTRY
-from .writers import hatchet, hatchet_msgpack
+from .writers import chrome_trace, hatchet, hatchet_msgpack
 
 
-def _tree_profile(session: int, phase: int):
+def _phase(session: int, phase: int):
+    """`(data kind, profile)` of one phase of a session."""
     s = REGISTRY.session(session)
-    if s.data_kind != "tree":
-        raise UsageError("Only TreeData is supported for getData() for now")
-    if not isinstance(s.phases.get(phase), TreeData):
-        raise UsageError(f"Phase {phase} has no data.")
-    return REGISTRY.profile_of(s, phase)
+    return s.data_kind, REGISTRY.profile_of(s, phase)
 
 
 def get(session: int | None = 0, phase: int = 0):
-    """The profile of one phase as the hatchet structure `[tree, device_info]` (not synchronised
-    with the device: call `deactivate(session, flushing=True)` first for complete data)."""
+    """The profile of one phase: for `data="tree"` the hatchet structure `[tree, device_info]`, for
+    `data="trace"` the Chrome trace's document (as Proton main returns them). Not synchronised
+    with the device: call `deactivate(session, flushing=True)` first for complete data."""
     if session is None:
         return None
-    return hatchet.to_literal(_tree_profile(session, phase))
+    kind, profile = _phase(session, phase)
+    if kind == "trace":
+        return json.loads(chrome_trace.render(profile))
+    return hatchet.to_literal(profile)
 
 
 def get_msgpack(session: int | None = 0, phase: int = 0) -> bytes | None:
+    """`get` in MessagePack: Proton's hatchet MessagePack for a tree; for a trace, one string
+    holding the Chrome trace's JSON (as Proton main packs it)."""
     if session is None:
         return None
-    return hatchet_msgpack.render(_tree_profile(session, phase))
+    kind, profile = _phase(session, phase)
+    if kind == "trace":
+        return msgpack.packb(chrome_trace.render(profile).decode())
+    return hatchet_msgpack.render(profile)
 
 
 def advance_phase(session: int | None = 0) -> int | None:
     """Starts a new phase; kernels launched from now on go into it. Returns its number."""
     if session is None:
         return None
-    phase = REGISTRY.session(session).advance_phase()
-    REGISTRY.refresh()  # the hot path caches the current phase's scope set
-    return phase
+    return REGISTRY.advance_phase(session)
 
 
 def is_phase_complete(session: int | None = 0, phase: int = 0) -> bool:
-    """True once every kernel of `phase` has been delivered (after a flush that ended it)."""
-    s = REGISTRY.session(session)
-    return s.complete_up_to >= phase
+    """True once every kernel of `phase` has been delivered: after a flush that ended it, or once
+    the backend delivered a kernel launched in a later phase."""
+    if session is None:
+        return False
+    return REGISTRY.session(session).complete_up_to >= phase
 
 
 def clear(session: int | None = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
     """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
+    if session is None:
+        return
     REGISTRY.session(session).clear(phase, clear_up_to_phase)
     REGISTRY.refresh()

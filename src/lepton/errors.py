@@ -19,6 +19,11 @@ class UsageTypeError(UsageError, TypeError):
     (Proton raises TypeError for it)."""
 
 
+class PhaseNotFound(UsageError, RuntimeError):
+    """A phase with no data: never started, cleared, or written out by periodic flushing (Proton
+    raises RuntimeError for it)."""
+
+
 class SessionNotFound(LeptonError, IndexError):
     """A session id that was never started or is already finalized."""
 

@@ -247,7 +247,6 @@ def test_each_stream_gets_its_own_trace_lane_with_its_kernels(tmp_path):
         add(x, y, z)
         streams = [torch.cuda.Stream() for _ in range(3)]
         torch.cuda.synchronize()
-        os.environ["LEPTON_TRACE_TIMELINE"] = "1"  # lane names are the timeline's
         proton.start("prof", data="trace")
         for i, s in enumerate(streams):
             with torch.cuda.stream(s), proton.scope(f"on_stream_{i}"):
@@ -355,7 +354,6 @@ def test_trace_kernel_times_are_on_the_clock_of_the_cpu_scopes(tmp_path):
         x, y, z = tensors()
         add(x, y, z)
         torch.cuda.synchronize()
-        os.environ["LEPTON_TRACE_TIMELINE"] = "1"  # CPU scopes are the timeline's
         proton.start("prof", data="trace")
         for i in range(5):
             with proton.scope(f"step_{i}"):

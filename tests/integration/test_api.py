@@ -132,14 +132,27 @@ def test_scope_metrics_sum_and_skip_deactivated(fake):
     assert child(root, "test4")["metrics"]["b"] == 1.0
 
 
-def test_a_metric_first_float_then_int_is_an_error():
+def test_a_metric_first_float_then_int_is_an_error_in_protons_words_with_the_fix():
+    """Proton main's wording (a Python int is an int64_t; Triton 3.6 said uint64_t), then the fix."""
     proton.start("bad", backend="fake")
     with proton.scope("test0", {"a": 1.0}):
         pass
-    with pytest.raises(ValueError, match=r"Metric value type mismatch for valueId 0 \(a\): "
-                                         r"current=double, new=uint64_t"), proton.scope("test0", {"a": 1}):
+    with pytest.raises(ValueError) as raised, proton.scope("test0", {"a": 1}):
         pass
     proton.finalize()
+    assert str(raised.value) == ("Metric value type mismatch for valueId 0 (a): current=double, new=int64_t "
+                                 "(a metric keeps the type of its first value: pass a float)")
+
+
+def test_positive_and_negative_ints_are_one_metric_type():
+    proton.start("ints", backend="fake")
+    for value in (3, -1):
+        with proton.scope("test0", {"a": value}):
+            pass
+    proton.finalize()
+    with open("ints.hatchet") as f:
+        root = json.load(f)[0]
+    assert child(root, "test0")["metrics"]["a"] == 2
 
 
 def test_property_metrics_are_overwritten():

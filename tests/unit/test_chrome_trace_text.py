@@ -13,10 +13,11 @@ from lepton.model.profile import Profile
 from lepton.model.trace import ScopeEvent, TraceData
 from lepton.units import ns_to_us
 from lepton.writers import chrome_trace
-from lepton.writers.chrome_trace import _fmt, _link_kernels_to_scopes, _us, gpu_lane
+from lepton.writers.chrome_trace import _link_kernels_to_scopes, _us, gpu_lane, metric_texts
 
 
 def reference_document(profile: Profile) -> dict:
+    """Proton main's trace document, built as dicts (the events of `_events`, in its order)."""
     data, paths, timeline = profile.data, profile.paths, profile.timeline
     kernels = data.kernels()
     scopes = data.scopes if timeline else []
@@ -26,45 +27,49 @@ def reference_document(profile: Profile) -> dict:
     if not starts:
         return {"displayTimeUnit": "us", "traceEvents": []}
     base = min(starts)
-    owner = _link_kernels_to_scopes(profile, kernels, scopes)
-    linked = set(owner[owner >= 0].tolist())
-    events = [{"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}}] if timeline else []
-    gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
-    multi = len({d for d, _ in gpu}) > 1
-    for lane in sorted({ev.lane for ev in scopes}):
-        events.append({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name", "args": {"name": f"CPU Thread {lane}"}})
-    for d, s in gpu if timeline else []:
-        tid = gpu_lane(d, s)
-        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
-                       "args": {"name": f"GPU {d} Stream {s}" if multi else f"GPU Stream {s}"}})
-        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
-    for ev in sorted(range(len(scopes)), key=lambda j: scopes[j].start_ns):
-        sc = scopes[ev]
+    def us(ns):
+        return round(ns_to_us(ns), 3)
+
+    events = []
+    if timeline and len(kernels["pid"]):
+        events += [{"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Trace"}},
+                   {"ph": "M", "pid": 0, "tid": 0, "name": "process_sort_index", "args": {"sort_index": 0}}]
+        gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
+        multi = len({d for d, _ in gpu}) > 1
+        lanes = [(lane, f"CPU Thread {lane}") for lane in sorted({ev.lane for ev in scopes})]
+        lanes += [(gpu_lane(d, s), f"GPU {d} Stream {s}" if multi else f"GPU Stream {s}") for d, s in gpu]
+        for tid, label in lanes:
+            events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}})
+            events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
+                           "args": {"sort_index": tid}})
+    for j in sorted(range(len(scopes)), key=lambda j: (scopes[j].lane, scopes[j].start_ns)):
+        sc = scopes[j]
         name = paths.name[sc.pid]
-        out = {"ph": "X", "cat": "scope", "name": name, "ts": round(ns_to_us(sc.start_ns - base), 3),
-               "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3), "pid": 0, "tid": sc.lane,
-               "args": {"scope_id": sc.scope_id}}
+        out = {"ph": "X", "cat": "scope", "name": name, "ts": us(sc.start_ns - base),
+               "dur": us(sc.end_ns - sc.start_ns), "pid": 0, "tid": sc.lane,
+               "args": {"call_stack": ["ROOT", *paths.names_of(sc.pid)], "scope_id": sc.scope_id}}
         if sc.metrics:
+            texts = metric_texts(sc.metrics)
             out["cat"] = "metric"
-            out["name"] = name + ": " + ", ".join(f"<{k}, {_fmt(v)}>" for k, v in sc.metrics.items())
-            out["args"]["metrics"] = {k: _fmt(v) for k, v in sc.metrics.items()}
-        if ev in linked:
-            out["bind_id"] = ev
-            out["flow_out"] = True
+            out["name"] = name + ": " + ", ".join(f"<{k}, {v}>" for k, v in texts.items())
+            out["args"] = {"call_stack": out["args"]["call_stack"], "metrics": texts, "scope_id": sc.scope_id}
         events.append(out)
-    order = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"]))
-    for row in order.tolist():
+    order = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"])).tolist()
+    owner = _link_kernels_to_scopes(profile, kernels, scopes)
+    lane = {row: gpu_lane(int(kernels["device_id"][row]), int(kernels["stream_id"][row])) for row in order}
+    for row in order:
+        o = int(owner[row])
+        if o >= 0:
+            flow = {"ph": "s", "cat": "flow", "name": "launch->kernel", "id": o, "bp": "e",
+                    "ts": us(scopes[o].start_ns - base), "pid": 0, "tid": scopes[o].lane}
+            kernel_ts = us(int(kernels["start_ns"][row]) - base)
+            events += [flow, {**flow, "ph": "f", "ts": kernel_ts, "tid": lane[row]}]
+    for row in order:
         pid = int(kernels["pid"][row])
         st, en = int(kernels["start_ns"][row]), int(kernels["end_ns"][row])
-        out = {"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": round(ns_to_us(st - base), 3),
-               "dur": round(ns_to_us(en - st), 3), "pid": 0,
-               "tid": gpu_lane(int(kernels["device_id"][row]), int(kernels["stream_id"][row]))}
-        if owner[row] >= 0:
-            out["bind_id"] = int(owner[row])
-            out["flow_in"] = True
-        elif paths.parent[pid] != ROOT or not timeline:
-            out["args"] = {"call_stack": ["ROOT", *paths.names_of(pid)]}
-        events.append(out)
+        events.append({"ph": "X", "cat": "kernel", "name": paths.name[pid], "ts": us(st - base),
+                       "dur": us(en - st), "pid": 0, "tid": lane[row],
+                       "args": {"call_stack": ["ROOT", *paths.names_of(pid)]}})
     doc = {"displayTimeUnit": "us", "baseTimeNanoseconds": int(base), "traceEvents": events}
     if profile.dropped_records:
         doc["otherData"] = {"dropped_records": profile.dropped_records}
@@ -82,7 +87,8 @@ def random_profile(seed: int) -> Profile:
     for i in range(rng.randint(0, 30)):
         start = t + rng.randint(0, 5000)
         end = start + rng.choice([0, 1, 999, 1000, 1001, rng.randint(0, 10**7)])
-        metrics = rng.choice([None, None, {"bytes": rng.randint(0, 9)}, {"flops": 1.5, "list": [1, 2.5]}])
+        metrics = rng.choice([None, None, {"bytes": rng.randint(0, 9)}, {"flops": 1.5, "list": [1, 2.5]},
+                              {"z (pty)": 2, "a": 1.0}])
         data.scopes.append(ScopeEvent(rng.choice(scopes), start, end, rng.randint(0, 2), i + 1, metrics))
         t = end
     n = rng.randint(0, 60)

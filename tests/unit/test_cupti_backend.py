@@ -973,3 +973,62 @@ def test_python_context_with_the_launch_hook_and_chained_hooks_keeps_the_kernel_
     # own is folded away with Triton's frames).
     assert path[-3:] == ("launch_here", "_triton_launch", "__call__") and count == 2
     assert _kernel_paths(root, "add_kernel") == []
+
+
+# -- Triton's profile_buffer_size knob and periodic flushing ----------------------------------------
+def requested_buffer_bytes() -> int:
+    """The size the backend tells CUPTI a new buffer has."""
+    buf_p, size, max_records = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+    cupti_backend._buffer_requested(ctypes.addressof(buf_p), ctypes.addressof(size),
+                                    ctypes.addressof(max_records))
+    cupti_backend._buffer_completed(0, 0, buf_p.value, size.value, 0)  # hand it back, unused
+    return size.value
+
+
+def test_without_the_knob_buffers_and_processing_keep_leptons_sizes(fake_cupti, monkeypatch):
+    monkeypatch.delenv(cupti_backend.BUFFER_SIZE_VARIABLE, raising=False)
+    proton.start("sizes", backend="cupti")
+    sizes = requested_buffer_bytes(), fake_cupti["backend"].process_at_bytes
+    proton.finalize()
+    assert sizes == (cupti_backend.BUFFER_BYTES, cupti_backend.PROCESS_AT_BYTES)
+
+
+def test_tritons_profile_buffer_size_knob_makes_buffers_complete_and_process_sooner(fake_cupti, monkeypatch):
+    """`triton.knobs.proton.profile_buffer_size` (Proton's CUPTI buffer size) caps both sizes."""
+    import sys
+    import types
+
+    triton = types.ModuleType("triton")
+    triton.knobs = types.SimpleNamespace(proton=types.SimpleNamespace(profile_buffer_size=256 * 1024))
+    monkeypatch.setitem(sys.modules, "triton", triton)
+    proton.start("knob", backend="cupti")
+    sizes = requested_buffer_bytes(), fake_cupti["backend"].process_at_bytes
+    proton.finalize()
+    assert sizes == (256 * 1024, 1)  # each buffer is processed as it completes
+    assert requested_buffer_bytes() == cupti_backend.BUFFER_BYTES  # back to Lepton's once it stops
+
+
+def test_periodic_flushing_writes_a_phase_when_a_buffer_brings_a_later_phases_kernel(fake_cupti, monkeypatch):
+    """Proton main's test_periodic_flushing through the CUPTI backend's buffers: with a small
+    TRITON_PROFILE_BUFFER_SIZE every completed buffer is processed, and each phase's file is on
+    disk before finalize."""
+    monkeypatch.setenv(cupti_backend.BUFFER_SIZE_VARIABLE, str(64 * 1024))
+    session = proton.start("periodic", backend="cupti", mode="periodic_flushing:format=hatchet")
+    cupti = fake_cupti["cupti"]
+    on_disk = []
+    for i in range(40):
+        if i != 0 and i % 10 == 0:
+            proton.data.advance_phase(session=session)
+        with proton.scope(f"test_{i}", metrics={"count": 1}):
+            cupti.launch(0x7F00_0000_1000)
+        cupti.flush_all(forced=False)  # a buffer completes after every step
+        REGISTRY.phase_writer.drain()
+        on_disk.append(len([f for f in os.listdir(".") if f.endswith(".hatchet")]))
+    proton.finalize(output_format="hatchet")
+    # phase p is written when the buffer with phase p + 1's first kernel completes
+    assert on_disk == [0] * 10 + [1] * 10 + [2] * 10 + [3] * 10
+    for phase in range(4):
+        root, _ = hatchet(f"periodic.part_{phase}.hatchet")
+        assert len(root["children"]) == 10
+        assert root["children"][0]["metrics"]["count"] == 1
+        assert root["children"][0]["children"][0]["metrics"]["time (ns)"] > 0

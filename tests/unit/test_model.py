@@ -55,8 +55,9 @@ def test_metric_merging_rules():
     assert merge_metric("a", MetricKind.INCLUSIVE, 1.0, 2.0) == 3.0
     assert merge_metric("a", MetricKind.PROPERTY, 1.0, 2.0) == 2.0
     assert merge_metric("v", MetricKind.INCLUSIVE, [1, 2], [3, 4]) == [4, 6]
-    # Proton's names: a Python int is a uint64_t unless negative
-    with pytest.raises(MetricTypeError, match="current=double, new=uint64_t"):
+    # Proton main's names: a Python int is an int64_t, whatever its sign
+    assert merge_metric("a", MetricKind.INCLUSIVE, 3, -2) == 1
+    with pytest.raises(MetricTypeError, match="current=double, new=int64_t"):
         merge_metric("a", MetricKind.INCLUSIVE, 1.0, 2)
     with pytest.raises(MetricTypeError, match="current=double, new=int64_t"):
         merge_metric("a", MetricKind.INCLUSIVE, 1.0, -2)

@@ -107,7 +107,6 @@ def test_an_int_beyond_64_bits_is_written_to_msgpack_as_a_float(tmp_path):
 
 
 def test_scopes_5000_deep_are_written_as_a_chrome_trace(tmp_path, monkeypatch):
-    monkeypatch.setenv("LEPTON_TRACE_TIMELINE", "1")  # the CPU scopes are the timeline's
     sid = proton.start(str(tmp_path / "deep"), backend="cpu", data="trace")
     with nested_scopes(DEPTH):
         pass
@@ -131,13 +130,12 @@ def test_non_finite_metrics_are_strict_json_and_read_as_missing(value):
 
 
 def test_non_finite_metrics_in_a_trace_are_strict_json(monkeypatch):
-    monkeypatch.setenv("LEPTON_TRACE_TIMELINE", "1")  # scope metrics are the timeline's
     sid = proton.start("values", backend="cpu", data="trace")
     with proton.scope("a", {"flops": float("nan"), "bytes": 3}):
         pass
     (path,) = proton.finalize(sid, "chrome_trace")
     (event,) = [e for e in strict_json(Path(path).read_text())["traceEvents"] if e["ph"] == "X"]
-    assert event["args"]["metrics"] == {"flops": "nan", "bytes": "3"}
+    assert event["args"]["metrics"] == {"bytes": "3", "flops": "nan"}
 
 
 # -- paths that fail --------------------------------------------------------------------------------

@@ -31,6 +31,9 @@ class Backend:
     device_type: ClassVar[str] = "CUDA"
     modes: ClassVar[tuple[str, ...]] = ("",)
 
+    # Whether this backend delivers kernels: a phase of a backend that does not is complete as soon
+    # as the next one starts (periodic flushing writes it then).
+    records_kernels: ClassVar[bool] = True
     # Whether this backend attributes launches by the threads' time lines (the runtime then marks).
     reads_marks: ClassVar[bool] = False
     # Whether it attributes Triton's launches in the python context by the stacks the launch hook

@@ -8,3 +8,4 @@ class CpuOnlyBackend(Backend):
     """Used where no GPU is found: no kernels, CPU scopes and metrics only."""
 
     name = "cpu"
+    records_kernels = False

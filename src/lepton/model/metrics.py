@@ -43,9 +43,12 @@ ROOFLINE_FLOAT_KEYS = frozenset({"flops", "flops8", "flops16", "flops32", "flops
 ROOFLINE_INT_KEYS = frozenset({"bytes"})
 CPU_TIME_METRIC = "cpu_time (ns)"
 
-# C++ type names in Proton's error messages (a Python int is a uint64_t there unless negative).
-_TYPE_NAMES = {int: "uint64_t", float: "double", str: "std::string", (list, int): "std::vector<int64_t>",
+# C++ type names in Proton's error messages (Proton main makes every Python int an int64_t; Triton
+# 3.6 made it a uint64_t unless negative), and what to pass to keep a metric of that type.
+_TYPE_NAMES = {int: "int64_t", float: "double", str: "std::string", (list, int): "std::vector<int64_t>",
                (list, float): "std::vector<double>"}
+_PASS = {"int64_t": "an int", "double": "a float", "std::string": "a string",
+         "std::vector<int64_t>": "a list of ints", "std::vector<double>": "a list of floats"}
 
 
 _parsed: dict[str, MetricSpec] = {}
@@ -132,8 +135,6 @@ def type_name(value) -> str:
     if isinstance(value, list):
         elem = int if value and isinstance(value[0], int) else float
         return _TYPE_NAMES[(list, elem)]
-    if type(value) is int and value < 0:
-        return "int64_t"
     return _TYPE_NAMES[type(value)]
 
 
@@ -147,10 +148,12 @@ def merge_metric(name: str, kind: MetricKind, current, new):
     cur_t, new_t = type_name(current), type_name(new)
     if cur_t != new_t:
         raise MetricTypeError(
-            f"Metric value type mismatch for valueId 0 ({name}): current={cur_t}, new={new_t}")
+            f"Metric value type mismatch for valueId 0 ({name}): current={cur_t}, new={new_t} "
+            f"(a metric keeps the type of its first value: pass {_PASS[cur_t]})")
     if isinstance(new, list) and len(new) != len(current):
         raise MetricTypeError(
-            f"Vector metric size mismatch for valueId 0 ({name}): current={len(current)}, new={len(new)}")
+            f"Vector metric size mismatch for valueId 0 ({name}): current={len(current)}, new={len(new)} "
+            f"(a vector metric keeps the length of its first value: pass {len(current)} elements)")
     if kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY:
         return list(new) if isinstance(new, list) else new
     if isinstance(new, list):

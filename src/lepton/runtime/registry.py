@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import functools
 import os
 import signal
 import sys
@@ -19,13 +20,14 @@ import numpy as np
 
 from .. import writers
 from ..backends.base import Backend, backend_factory, backend_names
-from ..errors import SessionNotFound, UsageError
+from ..errors import PhaseNotFound, SessionNotFound, UsageError
 from ..model.aggregate import kernel_paths
 from ..model.profile import Profile
 from ..model.records import CycleLaunch, KernelBatch
 from ..model.timeline import ThreadTimelines
 from . import exit_signals
 from .hot_path import HOT_PATH, HotPath
+from .phase_files import PhaseWriter, flushing_format, write_phase
 from .session import CONTEXTS, DATA_KINDS, FORMATS, Session
 
 
@@ -83,6 +85,7 @@ class SessionRegistry:
         # sit above the registry.
         self.stack_marker: Callable[..., bool] = _no_stack_marker
         self._lock = threading.RLock()
+        self.phase_writer = PhaseWriter()  # periodic flushing's writes, off the launch path
         self._warned: set[str] = set()
         self._exit_hook = False
         self._owner_pid = os.getpid()  # the process whose sessions these are
@@ -151,18 +154,21 @@ class SessionRegistry:
             self._warned.add(key)
             print(message, file=sys.stderr)
 
-    def _backend(self, name: str, mode: str) -> Backend:
+    def _backend(self, name: str, mode: str, backend_mode: str) -> Backend:
+        """The backend `name`, made with `backend_mode` if none runs; the sessions of a backend
+        share one mode (`mode`, as start() names it), as in Proton."""
         backend = self.backends.get(name)
         if backend is not None:
-            if backend.mode != mode:
+            running = next((s.mode for s in self.sessions.values() if s.backend is backend), backend.mode)
+            if running != mode:
                 raise UsageError("Cannot add a session with the same profiler but a different mode than "
-                                 f"existing sessions (backend {name!r} runs mode {backend.mode!r}, "
+                                 f"existing sessions (backend {name!r} runs mode {running!r}, "
                                  f"asked for {mode!r}); finalize those sessions first")
             return backend
         factory = backend_factory(name)
         if factory is None:
             raise UsageError(f"Unknown profiler: {name} (available: {', '.join(backend_names())})")
-        backend = factory(mode)
+        backend = factory(backend_mode)
         self.backends[name] = backend
         return backend
 
@@ -178,7 +184,8 @@ class SessionRegistry:
                     self.activate(s.id)
                     return s.id
             self._check_files_free(path, data)
-            backend = self._backend(backend_name.lower(), mode)
+            flush_format = flushing_format(mode, data)  # the runtime's, not the backend's: see phase_files
+            backend = self._backend(backend_name.lower(), mode, "" if flush_format else mode)
             if not self.sessions:
                 self.hot_path.threads.set_main_thread()
             if not self._exit_hook:
@@ -186,7 +193,7 @@ class SessionRegistry:
                 self._exit_hook = True
             sid = self.next_id
             self.next_id += 1
-            session = Session(sid, path, context, data, backend, hook)
+            session = Session(sid, path, context, data, backend, hook, mode, flush_format)
             self.sessions[sid] = session
             try:
                 backend.start(_BackendSink(self, backend))
@@ -242,7 +249,24 @@ class SessionRegistry:
         for b in {id(s.backend): s.backend for s in sessions}.values():
             b.flush(last=ending and id(b) not in staying)
         for s in sessions:
-            s.mark_flushed()
+            self._write_completed(s, s.mark_flushed())
+
+    def advance_phase(self, sid: int) -> int:
+        """Starts session `sid`'s next phase; returns its number. On a backend that records no
+        kernels, the phase that ended is complete at once (nothing of it is still to arrive)."""
+        with self._lock:
+            session = self.session(sid)
+            phase = session.advance_phase()
+            if not session.backend.records_kernels:
+                self._write_completed(session, session.mark_flushed())
+            self.refresh()  # the hot path caches the current phase's scope set
+            return phase
+
+    def _write_completed(self, session: Session, completed: list) -> None:
+        """Hands the phases that periodic flushing writes now to the writer's thread."""
+        for phase, data, beside in completed:
+            self.phase_writer.submit(functools.partial(write_phase, session, phase, data,
+                                                       session.flush_format, not beside, self._profile))
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the
@@ -262,6 +286,7 @@ class SessionRegistry:
                 # raises KeyboardInterrupt once the files are written).
                 with exit_signals.deferred():
                     self._flush(sessions, ending=True)
+                    self.phase_writer.drain()  # phases completed earlier are written first
                     for s in sessions:
                         try:
                             written += self.write(s, fmt)
@@ -325,7 +350,11 @@ class SessionRegistry:
         session.snapshot()
         data = session.phases.get(phase)
         if data is None:
-            raise UsageError(f"Phase {phase} has no data.")
+            raise PhaseNotFound(session.no_data(phase))
+        return self._profile(session, data)
+
+    def _profile(self, session: Session, data) -> Profile:
+        """What a writer receives for one phase's data of `session`."""
         devices = {}
         backend = session.backend
         for did in data.device_ids():
@@ -336,11 +365,16 @@ class SessionRegistry:
                        session.command, backend.profile_extras())
 
     def write(self, session: Session, fmt: str) -> list[str]:
+        """Writes the session's phases, each to its own file once it has advanced a phase (then
+        periodic flushing's late kernels beside their phase's first file, in its format)."""
         fmt = session.check_format(fmt)
         out = []
         for phase in sorted(session.phases):
             suffix = "" if session.phase == 0 else f".part_{phase}"
             out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+        for phase, data in session.take_unwritten():
+            out.append(writers.write(self._profile(session, data), session.path, session.flush_format,
+                                     f".part_{phase}", replace=False))
         return out
 
     # -- kernels ----------------------------------------------------------------------------------
@@ -357,7 +391,7 @@ class SessionRegistry:
             paths_of = by_parents.get(id(view.parent_path))
             if paths_of is None:
                 paths_of = by_parents[id(view.parent_path)] = (view, *kernel_paths(self.hot_path.paths, view))
-            s.ingest(*paths_of)
+            self._write_completed(s, s.ingest(*paths_of))
 
     def ingest_cycles(self, backend: Backend, launches: list[CycleLaunch], launch_ns: list[int]) -> None:
         """Decoded launches of instrumented kernels, to every session of `backend` that was active

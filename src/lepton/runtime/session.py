@@ -25,7 +25,7 @@ from ..model.trace import ScopeEvent, TraceData
 from ..model.tree import TreeData
 
 CONTEXTS = ("shadow", "python")
-TIMELINE_ENV = "LEPTON_TRACE_TIMELINE"  # "1": a trace session also records CPU scope instances
+TIMELINE_ENV = "LEPTON_TRACE_TIMELINE"  # "0": a trace session records kernels only (Triton 3.6's)
 DATA_KINDS = ("tree", "trace")
 FORMATS = {"tree": ("hatchet", "hatchet_msgpack"), "trace": ("chrome_trace",)}
 
@@ -75,19 +75,28 @@ def this_process_command() -> RunCommand:
 class Session:
     """One profile being recorded. Thread-safe: `_lock` guards the data and the time line."""
 
-    def __init__(self, sid: int, path: str, context: str, data: str, backend, hook=None) -> None:
+    def __init__(self, sid: int, path: str, context: str, data: str, backend, hook=None, mode: str = "",
+                 flush_format: str | None = None) -> None:
         self.id = sid
         self.path = path
         self.context = context
         self.data_kind = data
-        self.timeline = data == "trace" and os.environ.get(TIMELINE_ENV, "").strip().lower() in (
-            "1", "true", "on", "yes")
+        self.timeline = data == "trace" and os.environ.get(TIMELINE_ENV, "").strip().lower() not in (
+            "0", "false", "off", "no")
         self.backend = backend
         self.hook = hook
         self.active = False
         self.phase = 0
         self.complete_up_to = -1
         self.phases: dict[int, PhaseData] = {0: self._new_data()}
+        self.mode = mode  # as start() named it: the sessions of one backend share it, as in Proton
+        # Periodic flushing (`runtime.phase_files`): the format each completed phase is written in
+        # as it completes (None: phases are written at finalize), the file of each phase written,
+        # kernels that arrived for a written phase, and writes that failed, to retry.
+        self.flush_format = flush_format
+        self.written: dict[int, str] = {}
+        self.late: dict[int, PhaseData] = {}
+        self.failed: list[tuple[int, PhaseData]] = []
         self.dropped_records = 0
         # What ran this process, for the hatchet file's metadata; the lepton CLI puts its target's
         # command line here instead (its own argv is `lepton ...`).
@@ -127,17 +136,68 @@ class Session:
             self._log()
             return self.phase
 
-    def mark_flushed(self) -> None:
-        """Every phase before the current one is complete once the backend has flushed."""
+    def mark_flushed(self) -> list[tuple[int, PhaseData, bool]]:
+        """Every phase before the current one is complete once the backend has flushed (even a
+        phase with no kernels, as in Proton). Returns the phases to write (`complete_through`)."""
         with self._lock:
-            self.complete_up_to = max(self.complete_up_to, self.phase - 1)
+            return self.complete_through(self.phase - 1)
+
+    def complete_through(self, phase: int) -> list[tuple[int, PhaseData, bool]]:
+        """Marks every phase up to `phase` complete: none of their kernels is still to arrive.
+        With periodic flushing, returns what is to be written now, taken out of the session:
+        `(phase, data, beside)` for each completed phase, then for the kernels that arrived after
+        their phase was written and for failed writes (`beside`: in a file beside the phase's
+        first). Caller holds `_lock`."""
+        self.complete_up_to = max(self.complete_up_to, phase)
+        if self.flush_format is None:
+            return []
+        done = sorted(p for p in self.phases if p <= self.complete_up_to and p != self.phase)
+        out = [(p, self.phases.pop(p), False) for p in done]
+        self.written.update((p, "") for p in done)  # the file's name once it is written
+        out += [(p, data, True) for p, data in sorted(self.late.items()) + self.failed]
+        self.late, self.failed = {}, []
+        return out
+
+    def take_unwritten(self) -> list[tuple[int, PhaseData]]:
+        """At finalize: kernels that arrived after their phase was written, and failed writes."""
+        with self._lock:
+            out = sorted(self.late.items()) + self.failed
+            self.late, self.failed = {}, []
+            return out
+
+    def phase_written(self, phase: int, path: str) -> None:
+        with self._lock:
+            self.written[phase] = path
+
+    def keep_unwritten(self, phase: int, data: PhaseData, fresh_file: bool) -> None:
+        """A completed phase that could not be written: kept, for the next completion or
+        finalize to write."""
+        with self._lock:
+            if fresh_file:
+                self.failed.append((phase, data))
+            else:
+                self.written.pop(phase, None)
+                self.phases[phase] = data
+
+    def no_data(self, phase: int) -> str:
+        """Why `phase` has no data, in Proton's words and then Lepton's."""
+        if phase > self.phase:
+            why = f"session {self.id} is in phase {self.phase}; data.advance_phase() starts the next"
+        elif self.written.get(phase):
+            why = f"periodic flushing wrote it to {self.written[phase]} and freed it"
+        elif phase in self.written:
+            why = "periodic flushing is writing it to its file"
+        else:
+            why = "it was cleared (data.clear)"
+        return f"Phase {phase} has no data. ({why})"
 
     def clear(self, phase: int, up_to: bool) -> None:
         with self._lock:
             self._fold_pending()
-            for p in list(self.phases):
+            for p in list(self.phases) + list(self.late):
                 if p == phase or (up_to and p <= phase):
-                    del self.phases[p]
+                    self.phases.pop(p, None)
+                    self.late.pop(p, None)
             if self.phase not in self.phases:
                 self.phases[self.phase] = self._new_data()
 
@@ -195,22 +255,32 @@ class Session:
         phase = np.asarray(self._phase_log, dtype=np.int64)[idx]
         return active, phase
 
-    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray, inverse: np.ndarray) -> None:
+    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray,
+               inverse: np.ndarray) -> list[tuple[int, PhaseData, bool]]:
+        """Adds the batch's kernels launched while this session was active, each to its phase.
+        A kernel of a later phase completes the phases before it, as a CUPTI buffer does in Proton
+        (records arrive in launch order but for kernels that overlap); returns what periodic
+        flushing writes now (`complete_through`)."""
         with self._lock:
             if not self._times:
-                return
+                return []
             active, phase = self._launch_state(batch.launch_ns)
             if not active.any():
-                return
+                return []
             phases = [self._phase_log[0]] if len(set(self._phase_log)) == 1 else np.unique(phase[active]).tolist()
             for ph in phases:
                 data = self.phases.get(ph)
+                if data is None and ph in self.written:  # arrived after its phase was written
+                    data = self.late.setdefault(ph, self._new_data())
                 if data is None:  # cleared by the user
                     continue
                 sel = active & (phase == ph)
                 data.add_kernel_batch(batch, kernel_pids, inverse, sel)
                 if batch.launch_metrics and batch.correlation_id is not None:
                     data.add_launch_metrics(_launch_metrics(batch, sel, kernel_pids[inverse]))
+            if max(phases) - 1 > self.complete_up_to:
+                return self.complete_through(max(phases) - 1)
+            return []
 
     def add_cycle_launches(self, launches: list, launch_ns: np.ndarray, paths) -> None:
         """Decoded launches of an instrumented kernel, those launched while this session was

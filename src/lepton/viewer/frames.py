@@ -225,16 +225,24 @@ class ProfileFrame:
             (roots if parent == NO_PARENT else literal_of[parent]["children"]).append(literal)
         return roots
 
-    def to_hatchet(self):
+    def to_hatchet(self, what: str = "to_hatchet"):
         """An llnl-hatchet GraphFrame of this frame (needs `pip install llnl-hatchet`)."""
         try:
             import hatchet
         except ImportError:
-            raise ImportError("to_hatchet needs llnl-hatchet: pip install llnl-hatchet") from None
+            raise ImportError(f"{what} needs llnl-hatchet: pip install llnl-hatchet") from None
         gf = hatchet.GraphFrame.from_literal(self.to_literal())
         gf.exc_metrics = [m for m in self.exc_metrics if m in gf.dataframe.columns]
         gf.inc_metrics = [m for m in self.inc_metrics if m in gf.dataframe.columns]
         return gf
+
+    def filter(self, filter_obj, squash: bool = True, **kwargs):
+        """hatchet's `GraphFrame.filter`, for Proton scripts that query the frame in hatchet's
+        query language (`"MATCH ('*', c) WHERE c.'name' =~ '.*foo.*' AND c IS LEAF"`): run by
+        llnl-hatchet on `to_hatchet()`, so it returns hatchet's GraphFrame. The viewer's own
+        filters (-i/-e/-t, without hatchet) are `lepton.viewer.filter_frames`."""
+        return self.to_hatchet("ProfileFrame.filter (hatchet's query language)").filter(
+            filter_obj, squash=squash, **kwargs)
 
 
 def _is_missing(value: Any) -> bool:

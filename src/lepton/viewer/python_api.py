@@ -31,7 +31,7 @@ from .derive import FLOP_WIDTHS_BITS, Catalog, Column, negative_byte_warning, se
 from .filters import NAME_FORMATS, format_name
 from .flat_tree import MISSING_FRAME_TYPE, NO_PARENT, Tree
 from .frames import FRAME_COLUMNS, INCLUSIVE_SUFFIX, ProfileFrame, none_for_missing, require_pandas
-from .load import load_bytes
+from .load import from_document, load_bytes
 from .pipeline import derive_columns, filter_columns, load_profile
 from .render import RenderOptions, sorted_text
 from .walk import walk_nodes
@@ -53,12 +53,16 @@ def read(filename: str | os.PathLike) -> tuple[ProfileFrame, list[str], list[str
     return _frame_and_catalog(load_profile(filename), with_sums=True)
 
 
-def get_raw_metrics(file: IO) -> tuple[ProfileFrame, list[str], list[str], dict]:
-    """`read` of an open file, without the "(inc)" sums (call gf.update_inclusive_columns())."""
+def get_raw_metrics(database: list | IO) -> tuple[ProfileFrame, list[str], list[str], dict]:
+    """`read` of a profile already decoded (`[tree, device_info]`, as `lepton.data.get` returns
+    it and as Proton main's viewer takes it) or of an open file (older Proton's), without the
+    "(inc)" sums (call gf.update_inclusive_columns()). The decoded profile is not changed."""
     require_pandas("lepton.viewer.get_raw_metrics")
-    data = file.read()
+    if not hasattr(database, "read"):
+        return _frame_and_catalog(from_document(database, "<profile data>"), with_sums=False)
+    data = database.read()
     data = data.encode("utf-8") if isinstance(data, str) else data
-    return _frame_and_catalog(load_bytes(data, str(getattr(file, "name", "<file>"))), with_sums=False)
+    return _frame_and_catalog(load_bytes(data, str(getattr(database, "name", "<file>"))), with_sums=False)
 
 
 def _frame_and_catalog(tree: Tree, with_sums: bool) -> tuple[ProfileFrame, list[str], list[str], dict]:

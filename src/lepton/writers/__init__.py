@@ -135,13 +135,16 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-def write_with_fallback(path: str, payload: bytes) -> str:
+def write_with_fallback(path: str, payload: bytes, replace: bool = True) -> str:
     """Writes `payload` to `path`, else to its file name in the current folder, else in the
     temporary folder; returns the path written. A fallback prints one line on stderr saying where
-    the profile went and why `path` failed; `WriteError` names every path tried when all fail."""
+    the profile went and why `path` failed; `WriteError` names every path tried when all fail.
+    `replace=False`: not over an existing `path` either (`name.1.ext`, ... beside it)."""
     try:
-        write_atomic(path, payload)
-        return path
+        if replace:
+            write_atomic(path, payload)
+            return path
+        return write_new(os.path.dirname(os.path.abspath(path)), os.path.basename(path), payload)
     except OSError as e:
         failures = [(path, e)]
     tried = {os.path.abspath(path)}
@@ -183,9 +186,10 @@ def output_path(name: str, fmt: str, phase_suffix: str = "") -> str:
     return name + phase_suffix + ext
 
 
-def write(profile: Profile, name: str, fmt: str, phase_suffix: str = "") -> str:
+def write(profile: Profile, name: str, fmt: str, phase_suffix: str = "", replace: bool = True) -> str:
     """Renders and writes `profile`; returns the file written, which is not the one asked for after
-    a fallback (see `write_with_fallback`). "-" or "" writes to stdout and returns "-"."""
+    a fallback or with `replace=False` (see `write_with_fallback`). "-" or "" writes to stdout and
+    returns "-"."""
     payload = RENDERERS[fmt](profile)
     if name in ("", "-"):
         out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
@@ -195,4 +199,4 @@ def write(profile: Profile, name: str, fmt: str, phase_suffix: str = "") -> str:
             out.write(payload)
             out.flush()
         return "-"
-    return write_with_fallback(output_path(name, fmt, phase_suffix), payload)
+    return write_with_fallback(output_path(name, fmt, phase_suffix), payload, replace)

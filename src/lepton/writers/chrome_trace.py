@@ -1,27 +1,31 @@
-"""Chrome / Perfetto trace JSON for `data="trace"`: always one valid JSON document.
+"""Chrome / Perfetto trace JSON for `data="trace"`: always one valid JSON document, Proton main's.
 
-By default the file holds Proton's event set: one event per kernel, on its GPU lane, with
-`args.call_stack` (`["ROOT", scopes..., kernel]`). With `LEPTON_TRACE_TIMELINE=1` set when the
-session starts, the session also records every CPU scope instance, and the file adds a lane per CPU
-thread with the scopes, names for the lanes, and flows from each scope to its kernels.
+Events, in this order (Proton main's `TraceData` dump):
+1. lane metadata, where there are kernels: the process ("Trace"), and a name and a place for each
+   CPU lane ("CPU Thread N") and GPU lane ("GPU Stream N");
+2. one event per CPU scope instance, on its thread's lane: `"cat": "scope"`, or `"cat": "metric"`
+   with the scope's metrics in its name (`step: <bytes, 4>`) and in `args.metrics`; `args` holds
+   its `call_stack` (`["ROOT", scopes...]`) and `scope_id`;
+3. a flow from each scope instance to each kernel it launched (same call path, launch time inside
+   the scope): `"ph": "s"` on the CPU lane at the scope's start, `"ph": "f"` on the GPU lane at the
+   kernel's start, both `"name": "launch->kernel"`, `"cat": "flow"`, `"bp": "e"`, one `id`;
+4. one event per kernel, on its GPU lane, with `args.call_stack` (`["ROOT", scopes..., kernel]`).
+A trace with no kernel holds the scope events only; one with nothing at all, no base time.
+With `LEPTON_TRACE_TIMELINE=0` set when the session starts, no CPU scope instance is recorded and
+the file holds the kernel events only (Triton 3.6's event set).
 
 Lanes: `pid` 0; a CPU lane per thread (`tid` = thread lane, 0, 1, ...); a GPU lane per
 (device, stream) (`tid` = 200000 + stream on device 0, as Proton numbers them; other devices get
 `200000 + 1000 * device + stream`). All `ts`/`dur` are microseconds relative to
 `baseTimeNanoseconds`, the earliest event (epoch ns), so the trace can be aligned with other tools.
 
-A kernel is linked to the scope instance that launched it (same call path, launch time inside the
-scope) by a flow: the scope carries `"bind_id": n, "flow_out": true` and each of its kernels
-`"bind_id": n, "flow_in": true` (Perfetto's flow-v2 fields, a few bytes per event instead of two
-extra flow events per kernel). Kernels launched outside every scope have no flow.
-
 A trace of instrumented kernels (`TraceData.cycle_launches`) is Proton's per-warp instrumentation
 trace instead: see `writers.instrumentation_trace`.
 
-Scope metrics are written as text, in the event's name (`step: <flops, nan>`) and as strings in
-`args.metrics` (`"nan"`, `"inf"`, `"-inf"` for non-finite values), never as JSON numbers; every other
-number is a finite time or id. So the document never holds bare `NaN`/`Infinity`, which strict
-readers (Perfetto, browsers, orjson) reject.
+Scope metrics are written as text, as Proton formats them (`std::to_string`: `1.000000`), sorted
+by name, in the event's name and as strings in `args.metrics` (`"nan"`, `"inf"`, `"-inf"` for
+non-finite values), never as JSON numbers; every other number is a finite time or id. So the
+document never holds bare `NaN`/`Infinity`, which strict readers (Perfetto, browsers, orjson) reject.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import json
 
 import numpy as np
 
-from ..model.paths import ROOT
+from ..model.metrics import parse_metric_name
 from ..model.profile import Profile
 from ..model.trace import TraceData
 from ..units import ns_to_us
@@ -43,11 +47,20 @@ def gpu_lane(device_id: int, stream_id: int) -> int:
 
 
 def _fmt(value) -> str:
+    """A metric value as Proton writes it in a trace: `std::to_string` for a number, a vector's
+    elements as a C++ stream prints them (`[1.5,2]`)."""
     if isinstance(value, float):
         return f"{value:f}"
     if isinstance(value, list):
-        return "[" + ",".join(_fmt(v) for v in value) + "]"
+        return "[" + ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) + "]"
     return str(value)
+
+
+def metric_texts(metrics: dict) -> dict[str, str]:
+    """A scope's metrics as a trace shows them: by name without Lepton's `(pty)`/`(exc)` suffix,
+    sorted, each value as text."""
+    named = {parse_metric_name(k).name: v for k, v in metrics.items()}
+    return {k: _fmt(named[k]) for k in sorted(named)}
 
 
 def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray], scopes: list) -> np.ndarray:
@@ -100,19 +113,74 @@ def _dumps(value) -> str:
 
 
 def _lane_names(data: TraceData, kernels: dict[str, np.ndarray]) -> list[str]:
-    """The timeline's metadata events: the process, and a name and place for every lane."""
-    events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}})]
-    for lane in sorted({ev.lane for ev in data.scopes}):
-        events.append(_dumps({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
-                              "args": {"name": f"CPU Thread {lane}"}}))
+    """The metadata events: the process, and a name and a place for every lane."""
+    events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Trace"}}),
+              _dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_sort_index",
+                      "args": {"sort_index": 0}})]
+    lanes = [(lane, f"CPU Thread {lane}") for lane in sorted({ev.lane for ev in data.scopes})]
     gpu = sorted(set(zip(kernels["device_id"].tolist(), kernels["stream_id"].tolist())))
     multi_device = len({d for d, _ in gpu}) > 1
-    for d, s in gpu:
-        label = f"GPU {d} Stream {s}" if multi_device else f"GPU Stream {s}"
-        tid = gpu_lane(d, s)
-        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}}))
+    lanes += [(gpu_lane(d, s), f"GPU {d} Stream {s}" if multi_device else f"GPU Stream {s}") for d, s in gpu]
+    for tid, label in lanes:
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
+                              "args": {"name": label}}))
         events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
                               "args": {"sort_index": tid}}))
+    return events
+
+
+class _Names:
+    """JSON texts of path names and call stacks, each made once per path."""
+
+    def __init__(self, paths) -> None:
+        self.paths = paths
+        self._names: dict[int, str] = {}
+        self._stacks: dict[int, str] = {}
+
+    def name(self, pid: int) -> str:
+        text = self._names.get(pid)
+        if text is None:
+            text = self._names[pid] = _dumps(self.paths.name[pid])
+        return text
+
+    def call_stack(self, pid: int) -> str:
+        text = self._stacks.get(pid)
+        if text is None:
+            text = self._stacks[pid] = _dumps(["ROOT", *self.paths.names_of(pid)])
+        return text
+
+
+def _scope_events(scopes: list, order: list[int], base: int, names: _Names) -> list[str]:
+    """One event per CPU scope instance (`order`: indices into `scopes`)."""
+    starts = np.array([scopes[j].start_ns for j in order], np.int64)
+    ends = np.array([scopes[j].end_ns for j in order], np.int64)
+    events = []
+    for j, ts, dur in zip(order, _us_column(starts - base), _us_column(ends - starts)):
+        sc = scopes[j]
+        stack = names.call_stack(sc.pid)
+        if sc.metrics:
+            texts = metric_texts(sc.metrics)
+            label = names.paths.name[sc.pid] + ": " + ", ".join(f"<{k}, {v}>" for k, v in texts.items())
+            events.append(f'{{"ph":"X","cat":"metric","name":{_dumps(label)},"ts":{ts},"dur":{dur},"pid":0,'
+                          f'"tid":{sc.lane},"args":{{"call_stack":{stack},"metrics":{_dumps(texts)},'
+                          f'"scope_id":{sc.scope_id}}}}}')
+        else:
+            events.append(f'{{"ph":"X","cat":"scope","name":{names.name(sc.pid)},"ts":{ts},"dur":{dur},'
+                          f'"pid":0,"tid":{sc.lane},'
+                          f'"args":{{"call_stack":{stack},"scope_id":{sc.scope_id}}}}}')
+    return events
+
+
+def _flow_events(scopes: list, owner: list[int], scope_ts: dict[int, str], kernel_ts: list[str],
+                 kernel_lanes: list[int]) -> list[str]:
+    """A pair of flow events from each scope instance to each kernel it launched."""
+    events = []
+    for o, ts, lane in zip(owner, kernel_ts, kernel_lanes):
+        if o >= 0:
+            events.append(f'{{"ph":"s","cat":"flow","name":"launch->kernel","id":{o},"bp":"e",'
+                          f'"ts":{scope_ts[o]},"pid":0,"tid":{scopes[o].lane}}}')
+            events.append(f'{{"ph":"f","cat":"flow","name":"launch->kernel","id":{o},"bp":"e","ts":{ts},'
+                          f'"pid":0,"tid":{lane}}}')
     return events
 
 
@@ -122,64 +190,31 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
     same events as dicts (tested against it)."""
     data = profile.data
     assert isinstance(data, TraceData)
-    paths = profile.paths
     kernels = data.kernels()
-    timeline = profile.timeline
-    scopes = data.scopes if timeline else []  # CPU scopes are the timeline's
+    scopes = data.scopes if profile.timeline else []  # CPU scopes are the timeline's
     starts = [ev.start_ns for ev in scopes]
     if len(kernels["start_ns"]):
         starts.append(int(kernels["start_ns"].min()))
     if not starts:
         return None, []
     base = min(starts)
-    owner = _link_kernels_to_scopes(profile, kernels, scopes)
-    linked_scopes = set(owner[owner >= 0].tolist())
-    events = _lane_names(data, kernels) if timeline else []
-    name_json: dict[int, str] = {}
-
-    def quoted(pid: int) -> str:
-        text = name_json.get(pid)
-        if text is None:
-            text = name_json[pid] = _dumps(paths.name[pid])
-        return text
-
-    in_time_order = sorted(range(len(scopes)), key=lambda j: scopes[j].start_ns)
-    starts = np.array([scopes[j].start_ns for j in in_time_order], np.int64)
-    ends = np.array([scopes[j].end_ns for j in in_time_order], np.int64)
-    scope_ts, scope_dur = _us_column(starts - base), _us_column(ends - starts)
-    for ev, ts, dur in zip(in_time_order, scope_ts, scope_dur):
-        sc = scopes[ev]
-        flow = f',"bind_id":{ev},"flow_out":true' if ev in linked_scopes else ""
-        if sc.metrics:
-            name = paths.name[sc.pid]
-            out = {"ph": "X", "cat": "metric",
-                   "name": name + ": " + ", ".join(f"<{k}, {_fmt(v)}>" for k, v in sc.metrics.items()),
-                   "ts": round(ns_to_us(sc.start_ns - base), 3), "dur": round(ns_to_us(sc.end_ns - sc.start_ns), 3),
-                   "pid": 0, "tid": sc.lane,
-                   "args": {"scope_id": sc.scope_id, "metrics": {k: _fmt(v) for k, v in sc.metrics.items()}}}
-            events.append(_dumps(out)[:-1] + flow + "}")
-            continue
-        events.append(f'{{"ph":"X","cat":"scope","name":{quoted(sc.pid)},"ts":{ts},'
-                      f'"dur":{dur},"pid":0,"tid":{sc.lane},'
-                      f'"args":{{"scope_id":{sc.scope_id}}}{flow}}}')
-    order = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"]))
-    pid_col = kernels["pid"][order].tolist()
-    ts_col = _us_column(kernels["start_ns"][order] - base)
-    dur_col = _us_column(kernels["end_ns"][order] - kernels["start_ns"][order])
-    dev_col, stream_col = kernels["device_id"][order].tolist(), kernels["stream_id"][order].tolist()
-    owner_col = owner[order].tolist()
-    call_stacks: dict[int, str] = {}
-    for pid, ts, dur, dev, stream, o in zip(pid_col, ts_col, dur_col, dev_col, stream_col, owner_col):
-        if o >= 0:
-            tail = f',"bind_id":{o},"flow_in":true'
-        elif paths.parent[pid] != ROOT or not timeline:
-            tail = call_stacks.get(pid)
-            if tail is None:
-                tail = call_stacks[pid] = ',"args":{"call_stack":' + _dumps(["ROOT", *paths.names_of(pid)]) + "}"
-        else:
-            tail = ""
-        events.append(f'{{"ph":"X","cat":"kernel","name":{quoted(pid)},"ts":{ts},"dur":{dur},'
-                      f'"pid":0,"tid":{gpu_lane(dev, stream)}{tail}}}')
+    names = _Names(profile.paths)
+    has_kernels = len(kernels["pid"]) > 0
+    events = _lane_names(data, kernels) if profile.timeline and has_kernels else []
+    order = sorted(range(len(scopes)), key=lambda j: (scopes[j].lane, scopes[j].start_ns))
+    events += _scope_events(scopes, order, base, names)
+    rows = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"]))
+    ts_col = _us_column(kernels["start_ns"][rows] - base)
+    dur_col = _us_column(kernels["end_ns"][rows] - kernels["start_ns"][rows])
+    devices, streams = kernels["device_id"][rows].tolist(), kernels["stream_id"][rows].tolist()
+    lanes = [gpu_lane(d, s) for d, s in zip(devices, streams)]
+    owner = _link_kernels_to_scopes(profile, kernels, scopes)[rows].tolist()
+    linked = sorted({o for o in owner if o >= 0})
+    scope_ts = dict(zip(linked, _us_column(np.array([scopes[o].start_ns for o in linked], np.int64) - base)))
+    events += _flow_events(scopes, owner, scope_ts, ts_col, lanes)
+    for pid, ts, dur, lane in zip(kernels["pid"][rows].tolist(), ts_col, dur_col, lanes):
+        events.append(f'{{"ph":"X","cat":"kernel","name":{names.name(pid)},"ts":{ts},"dur":{dur},'
+                      f'"pid":0,"tid":{lane},"args":{{"call_stack":{names.call_stack(pid)}}}}}')
     return base, events
 
 

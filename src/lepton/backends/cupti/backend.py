@@ -49,6 +49,12 @@ from .graphs import GraphNodePaths
 # (docs/design.md, "CUPTI buffers").
 BUFFER_BYTES = 2 << 20
 PROCESS_AT_BYTES = 32 << 20
+# Triton's knob for Proton's CUPTI buffer size: Proton processes the records (and periodic
+# flushing writes the completed phases) of each buffer as it fills. Lepton takes it as a cap on both
+# sizes above: a smaller value processes records sooner (each buffer as it completes, once the
+# buffers are that small), never later than Lepton's own sizes.
+BUFFER_SIZE_VARIABLE = "TRITON_PROFILE_BUFFER_SIZE"
+_MIN_BUFFER_BYTES = 64 << 10  # a buffer must hold records (≈300 kernels), whatever the knob says
 _POOL_BYTES = 64 << 20  # parsed buffers kept for reuse
 # How far back of the latest launch attributed the time lines are kept when buffers complete: an
 # API record arrives at the end of its call, so older launches have all arrived (a launch call
@@ -64,12 +70,27 @@ _RESIDENT_AT_START_BYTES = 8 << 20
 GRAPH_NODES = GraphNodePaths()
 
 
+def profile_buffer_bytes() -> int | None:
+    """`triton.knobs.proton.profile_buffer_size` where Triton is imported, else
+    `TRITON_PROFILE_BUFFER_SIZE`; None where neither holds a positive number."""
+    knobs = getattr(sys.modules.get("triton"), "knobs", None)
+    value = getattr(getattr(knobs, "proton", None), "profile_buffer_size", None)
+    if value is None:
+        value = os.environ.get(BUFFER_SIZE_VARIABLE)
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        return None
+    return size if size > 0 else None
+
+
 class _Shared:
     """What CUPTI's C callbacks reach. CUPTI keeps one set of buffer callbacks per process, so the
     ctypes callback objects live here for the life of the process (freeing one CUPTI may still call
     would crash it) and dispatch to the backend that is running, if any."""
 
     backend: ClassVar[CuptiBackend | None] = None
+    buffer_bytes = BUFFER_BYTES  # the size CUPTI is told each buffer has (at most BUFFER_BYTES)
     buffers: ClassVar[dict[int, np.ndarray]] = {}  # address -> array lent to CUPTI
     pool: ClassVar[list[np.ndarray]] = []
     lock = threading.Lock()
@@ -93,7 +114,7 @@ def _buffer_requested(buffer_pp: int, size_p: int, max_records_p: int) -> None:
         address = buf.ctypes.data  # numpy's allocations are ≥16-byte aligned; CUPTI needs 8
         _Shared.buffers[address] = buf
     ctypes.c_void_p.from_address(buffer_pp).value = address
-    ctypes.c_size_t.from_address(size_p).value = buf.nbytes
+    ctypes.c_size_t.from_address(size_p).value = min(buf.nbytes, _Shared.buffer_bytes)
     ctypes.c_size_t.from_address(max_records_p).value = 0  # as many as fit
 
 
@@ -215,6 +236,7 @@ class CuptiBackend(Backend):
         self._python_watch: set[tuple[int, int]] = set()  # ... for the python context
         self._graph_watch: frozenset[tuple[int, int]] = frozenset()  # ... for graph launch records
         self._triton_stacks: ThreadTimelines | None = None  # see set_python_context
+        self.process_at_bytes = PROCESS_AT_BYTES
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
@@ -250,6 +272,11 @@ class CuptiBackend(Backend):
             _Shared.launch_stacks = self.collector.launch_stacks
             _Shared.graph_launches = self.collector.graph_launches
             _Shared.clock = mark_clock
+            cap = profile_buffer_bytes()
+            if cap is not None:
+                _Shared.buffer_bytes = min(BUFFER_BYTES, max(cap, _MIN_BUFFER_BYTES))
+                # a buffer of at most `cap` bytes is processed as it completes, as Proton's are
+                self.process_at_bytes = 1 if cap <= BUFFER_BYTES else min(PROCESS_AT_BYTES, cap)
             _fill_pool(-(-_RESIDENT_AT_START_BYTES // BUFFER_BYTES))
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1)
             # Registered at every start: torch.profiler registers its own and leaves them.
@@ -371,6 +398,7 @@ class CuptiBackend(Backend):
 
     def _release(self) -> None:
         _Shared.backend = None
+        _Shared.buffer_bytes = BUFFER_BYTES
         _Shared.launch_stacks = []
         _Shared.python_path = _Shared.root_path
         _Shared.python_on = False
@@ -399,7 +427,7 @@ class CuptiBackend(Backend):
             _recycle([(buf, valid)] if buf is not None else [])
             return
         collector.add_buffer(buf, valid)
-        if collector.pending_bytes >= PROCESS_AT_BYTES:
+        if collector.pending_bytes >= self.process_at_bytes:
             collector.process(flush=False)
             _recycle(collector.take_parsed_buffers())
             # A profile left on for hours must not keep every scope's marks (16 B each) until
