@@ -114,8 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                              f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
                              "csv and json output are never cut)")
     parser.add_argument("--html", metavar="OUT.html",
-                        help="write a self-contained HTML report (icicle graph, kernel table, roofline;\n"
-                             "with -diff the difference) to OUT.html instead of printing")
+                        help="write a self-contained HTML report to OUT.html ('-': stdout) instead of\n"
+                             "printing: icicle graph, kernel table, roofline; the hottest lines of a\n"
+                             "pcsampling profile; the scopes of an instrumentation one (give its\n"
+                             ".chrome_trace too for the per-warp timeline); several ranks; -diff")
     parser.add_argument("--ncu", metavar="REGEX",
                         help="print the Nsight Compute command (rocprof-compute on AMD) that profiles\n"
                              "one launch of the kernel matching REGEX in the same program (the command\n"
@@ -250,24 +252,29 @@ def _run_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _write_report(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
-    """--html: several files are merged first (--merge, default sum); -diff adds the other side."""
-    from ..viewer.report import report_html
+    """--html: the page of every kind of profile (viewer.report); a Chrome trace among the files
+    goes beside its profile (the per-warp timeline), `-` writes the page to stdout."""
+    from ..viewer.report import Filters, ReportError, Request, is_trace, make_page, write_page
 
+    terminal_only = [flag for flag, given in (("-l", options.list_metrics), ("--print-sorted", options.print_sorted),
+                                               ("--output", options.output != "tree"), ("--width", options.width is not None),
+                                               ("--max-nodes", options.max_nodes != DEFAULT_MAX_NODES),
+                                               ("--color/--no-color", options.color != "auto")) if given]
     paths = [options.file, *options.more_files]
-    trees = [_load(path) for path in paths]
-    if len(trees) > 1:
-        check_one_run(trees, paths)
-    tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
-    other = _load(options.diff_file) if options.diff_file else None
-    render = _render_options(options, stdout)
-    title = os.path.basename(options.file) + (f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})" if len(paths) > 1 else "")
-    text = report_html(tree, title, render, other, os.path.basename(options.diff_file) if other is not None else None)
+    request = Request(tuple(p for p in paths if not is_trace(p)), tuple(p for p in paths if is_trace(p)),
+                      options.diff_file, options.merge, tuple(options.metrics) if options.metrics else None,
+                      Filters(options.include, options.exclude, options.threshold, options.depth, not options.mangled),
+                      RenderOptions(name_format=options.name_format, demangle=not options.mangled,
+                                    full_names=options.full_names))
     try:
-        with open(options.html, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as err:
-        raise ProfileError(f"cannot write '{options.html}': {err.strerror or err}") from err
-    print(f"{PROG}: report written to {options.html} ({len(tree):,} nodes, {len(text) / 1e6:.1f} MB)", file=stderr)
+        if terminal_only:
+            raise ReportError(f"{', '.join(terminal_only)} shape the terminal's output, not the --html page: leave them out")
+        text = make_page(request)
+        where = write_page(text, options.html, stdout)
+    except ReportError as err:
+        print(f"{PROG}: error: {printable(str(err))}", file=stderr)
+        return EXIT_BAD_INPUT
+    print(f"{PROG}: report written to {where} ({len(text.encode()) / 1e3:,.0f} kB)", file=stderr)
     return EXIT_OK
 
 
