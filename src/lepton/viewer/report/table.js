@@ -59,7 +59,7 @@ const KernelTable = (function () {
       frag.appendChild(tr);
     }
     tbody.replaceChildren(frag);
-    note.textContent = (rows.length > TABLE_ROWS ? `showing ${TABLE_ROWS} of ${rows.length} kernels` : `${rows.length} kernels`) +
+    note.textContent = (rows.length > TABLE_ROWS ? `showing ${TABLE_ROWS} of ${rows.length} kernels` : `${rows.length} kernel${rows.length === 1 ? "" : "s"}`) +
       (D.kernelsNote ? `; ${D.kernelsNote}` : "");
   }
   function sortBy(key) {

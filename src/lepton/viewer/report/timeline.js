@@ -25,10 +25,16 @@ const Timeline = (function () {
     }
     ctx.fillStyle = "#445";
     if (rowHeight >= 10) current.rows.forEach((r, i) => ctx.fillText(r, 4, i * rowHeight + rowHeight / 2));
-    for (let t = 0; t <= 4; t++) {
-      const at = end * t / 4;
-      ctx.fillText(Fmt.value(at, { kind: "count", suffix: "" }), LEFT + at * scale - (t === 4 ? 40 : 0), rows * rowHeight + 12);
+    const step = niceStep(end / 5);
+    for (let at = 0; at <= end; at += step) {
+      ctx.fillText(Fmt.count(at) + (at + step > end ? " cycles" : ""), LEFT + at * scale, rows * rowHeight + 12);
     }
+  }
+
+  // 1, 2 or 5 times a power of ten, at least `raw`: round tick labels.
+  function niceStep(raw) {
+    const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1e-9)));
+    return [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
   }
 
   function eventAt(x, y) {
@@ -43,7 +49,7 @@ const Timeline = (function () {
       el("p", { className: "note" }, "Cycles from the kernel's first event (the trace's 1 GHz convention: 1 µs = 1,000 cycles); " +
         "SM clocks are not synchronised, so compare cycles within a CTA." + (P.cut ? ` Cut at ${Fmt.count(P.max_events)} events.` : "")));
     const select = el("select");
-    P.kernels.forEach((k, i) => select.appendChild(el("option", { value: String(i), textContent: `${k.name} (${k.rows.length} warps)` })));
+    P.kernels.forEach((k, i) => select.appendChild(el("option", { value: String(i), textContent: `${k.name} (${k.rows.length} rows)` })));
     const legend = el("span", { className: "legend" });
     const tip = el("div", { className: "tip", hidden: true });
     canvas = el("canvas", { className: "timeline" });
