@@ -256,19 +256,21 @@ def _write_report(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     goes beside its profile (the per-warp timeline), `-` writes the page to stdout."""
     from ..viewer.report import Filters, ReportError, Request, is_trace, make_page, write_page
 
-    terminal_only = [flag for flag, given in (("-l", options.list_metrics), ("--print-sorted", options.print_sorted),
-                                               ("--output", options.output != "tree"), ("--width", options.width is not None),
-                                               ("--max-nodes", options.max_nodes != DEFAULT_MAX_NODES),
-                                               ("--color/--no-color", options.color != "auto")) if given]
+    terminal_only = [flag for flag, given in (
+        ("-l", options.list_metrics), ("--print-sorted", options.print_sorted), ("--output", options.output != "tree"),
+        ("--width", options.width is not None), ("--max-nodes", options.max_nodes != DEFAULT_MAX_NODES),
+        ("--color/--no-color", options.color != "auto")) if given]
     paths = [options.file, *options.more_files]
     request = Request(tuple(p for p in paths if not is_trace(p)), tuple(p for p in paths if is_trace(p)),
                       options.diff_file, options.merge, tuple(options.metrics) if options.metrics else None,
-                      Filters(options.include, options.exclude, options.threshold, options.depth, not options.mangled),
+                      Filters(options.include, options.exclude, options.threshold, options.depth,
+                              not options.mangled),
                       RenderOptions(name_format=options.name_format, demangle=not options.mangled,
                                     full_names=options.full_names))
     try:
         if terminal_only:
-            raise ReportError(f"{', '.join(terminal_only)} shape the terminal's output, not the --html page: leave them out")
+            raise ReportError(f"{', '.join(terminal_only)} shape the terminal's output, not the --html page: "
+                              "leave them out")
         text = make_page(request)
         where = write_page(text, options.html, stdout)
     except ReportError as err:

@@ -22,7 +22,8 @@ from .page import page_html
 from .sizes import Filters
 from .timeline import is_trace
 
-__all__ = ["Filters", "ReportError", "Request", "is_trace", "make_page", "page_data", "page_html", "write_page"]
+__all__ = ["Filters", "ReportError", "Request", "is_trace", "make_page", "page_data", "page_html",
+           "write_page"]
 
 
 def make_page(request: Request) -> str:

@@ -47,8 +47,8 @@ def page_data(request: Request) -> dict:
     """The page's data; raises a one-line error (ReportError, MetricError, FilterError,
     ProfileError) where the page cannot be made or would show nothing."""
     if not request.profiles:
-        raise ReportError(f"'{request.traces[0]}' is a Chrome trace: give its profile too (lepton-view --html OUT.html "
-                          "PROFILE.hatchet TRACE.chrome_trace), or open the trace in Perfetto")
+        raise ReportError(f"'{request.traces[0]}' is a Chrome trace: give its profile too (lepton-view "
+                          "--html OUT.html PROFILE.hatchet TRACE.chrome_trace), or open the trace in Perfetto")
     trees = [load(path) for path in request.profiles]
     if len(trees) > 1:
         check_one_run(trees, list(request.profiles))
@@ -58,7 +58,8 @@ def page_data(request: Request) -> dict:
         data = _ranks_page(trees, request)
     else:
         tree = merge(trees, request.merge) if len(trees) > 1 else trees[0]
-        data = _diff_page(tree, load(request.other), request) if request.other else _single_page(tree, request)
+        data = _diff_page(tree, load(request.other), request) if request.other else \
+            _single_page(tree, request)
     data["title"] = _title(request)
     if request.traces:
         data["timeline"] = timeline_panel(list(request.traces))
@@ -87,7 +88,8 @@ def _diff_page(tree: Tree, other: Tree, request: Request) -> dict:
     right, right_warnings = derived(other, requests)
     rows_of = union([tree, other]).rows
     joined = merge([tree, other], "sum")  # the union's rows, with device ids for the node kinds
-    placed = [_placed(c, rows_of[0], len(joined)) for c in left] + [_placed(c, rows_of[1], len(joined)) for c in right]
+    placed = [_placed(c, rows_of[0], len(joined)) for c in left] + \
+        [_placed(c, rows_of[1], len(joined)) for c in right]
     shown, placed = filtered(joined, placed, request.filters)
     rows = drawn_rows(shown, request.filters.depth)
     data = _common(shown, rows, request, kernels_of=filtered(tree, [], request.filters)[0])
@@ -126,7 +128,8 @@ def _ranks_page(trees: list[Tree], request: Request) -> dict:
     rows = drawn_rows(shown, request.filters.depth)
     per_metric, slowest = split_columns(columns, len(requests))
     data = _common(shown, rows, request)
-    data["sizes"] = [_size(base_label(stats["median"]), box_values(shown, stats["median"])[rows]) for stats in per_metric]
+    data["sizes"] = [_size(base_label(stats["median"]), box_values(shown, stats["median"])[rows])
+                     for stats in per_metric]
     data["ranks"] = {**ranks_panel(shown, per_metric[0], slowest, ranks, request.names),
                      "min": [values(box_values(shown, stats["min"])[rows]) for stats in per_metric],
                      "max": [values(box_values(shown, stats["max"])[rows]) for stats in per_metric],
@@ -141,7 +144,8 @@ def _common(tree: Tree, rows: np.ndarray, request: Request, kernels_of: Tree | N
     source = tree if kernels_of is None else kernels_of
     device = peaks(source)
     return {"tree": tree_part(tree, rows, request.names), "kernels": kernel_table(source, request.names),
-            "peaks": device, "flopWidths": flop_widths(source), "roofline": roofline_points(source, request.names),
+            "peaks": device, "flopWidths": flop_widths(source),
+            "roofline": roofline_points(source, request.names),
             "scopes": scopes_panel(source, request.names), "device": device[0]["device"] if device else None}
 
 
@@ -174,6 +178,7 @@ def _panels(data: dict) -> list[str]:
 def _filters_note(request: Request) -> str:
     f = request.filters
     given = [f"-i '{f.include}'" if f.include else "", f"-e '{f.exclude}'" if f.exclude else "",
-             f"-t {f.threshold:g}" if f.threshold else "", f"-d {f.depth}" if f.depth != Filters().depth else ""]
+             f"-t {f.threshold:g}" if f.threshold else "",
+             f"-d {f.depth}" if f.depth != Filters().depth else ""]
     given = [g for g in given if g]
     return f" with {' '.join(given)}" if given else ""

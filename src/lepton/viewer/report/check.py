@@ -30,7 +30,8 @@ def _root_width(tree: dict, size: dict, data: dict) -> float:
     widths = [size["values"]]
     if data.get("diff"):
         widths.append(data["diff"]["b"][k])
-    return max((column[i] or 0.0 for column in widths for i, p in enumerate(tree["parent"]) if p < 0), default=0.0)
+    roots = [i for i, parent in enumerate(tree["parent"]) if parent < 0]
+    return max((column[i] or 0.0 for column in widths for i in roots), default=0.0)
 
 
 def _panel_has_rows(data: dict, panel: str) -> bool:

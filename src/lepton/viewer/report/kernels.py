@@ -16,6 +16,11 @@ from .nodes import KERNEL, node_kinds
 STANDARD = {"time (ns)", "count", "bytes", "cpu_time (ns)", *(f"flops{w}" for w in FLOP_WIDTHS_BITS), "flops"}
 
 
+def launch_properties(tree: Tree) -> list[str]:
+    """The kernels' per-node numeric metrics beyond Proton's standard ones (num_warps, ...)."""
+    return [k for k in tree.key_order if k not in STANDARD and k not in tree.root_keys and k in tree.numbers]
+
+
 def kernel_nodes(tree: Tree) -> np.ndarray:
     return np.flatnonzero(node_kinds(tree) == KERNEL)
 
@@ -24,7 +29,8 @@ def work(tree: Tree) -> dict[str, np.ndarray]:
     """Per node: time (ns), launches, flops (all widths), bytes and seconds at peak; 0 for none."""
     flop_s, byte_s, _ = seconds_at_peak(tree)
     zero = np.zeros(len(tree))
-    flops = sum((np.nan_to_num(tree.numbers[f"flops{w}"]) for w in FLOP_WIDTHS_BITS if f"flops{w}" in tree.numbers), zero)
+    widths = [f"flops{w}" for w in FLOP_WIDTHS_BITS if f"flops{w}" in tree.numbers]
+    flops = sum((np.nan_to_num(tree.numbers[key]) for key in widths), zero)
     return {"time_ns": np.nan_to_num(tree.numbers.get("time (ns)", zero)),
             "count": np.nan_to_num(tree.numbers.get("count", zero)),
             "flops": flops, "bytes": np.nan_to_num(tree.numbers.get("bytes", zero)),
@@ -36,7 +42,7 @@ def kernel_table(tree: Tree, names: RenderOptions) -> dict | None:
     nodes = kernel_nodes(tree)
     shown = display_names(tree, names, escape=False)
     per_node = work(tree)
-    properties = [k for k in tree.key_order if k not in STANDARD and k not in tree.root_keys and k in tree.numbers]
+    properties = launch_properties(tree)
     rows: dict[str, dict] = {}
     for node in nodes.tolist():
         row = rows.setdefault(shown[node], {"name": shown[node], "time_ns": 0.0, "count": 0.0, "flops": 0.0,
@@ -56,7 +62,8 @@ def peaks(tree: Tree) -> list[dict]:
     """Per device of the profile: peak FLOP/s per operand width and peak bytes/s (None unknown)."""
     out = []
     for device in specs.devices_of(tree.devices):
-        entry = {"device": f"{device.device_type} {device.device_id} (arch {device.arch})", "flops": {}, "bytes": None}
+        name = f"{device.device_type} {device.device_id} (arch {device.arch})"
+        entry = {"device": name, "flops": {}, "bytes": None}
         try:
             entry["flops"] = {str(w): specs.max_flops(device, w) for w in FLOP_WIDTHS_BITS}
             entry["bytes"] = specs.max_bytes_per_s(device)
@@ -68,4 +75,5 @@ def peaks(tree: Tree) -> list[dict]:
 
 def flop_widths(tree: Tree) -> list[str]:
     """The operand widths the profile has flops for: one roof each."""
-    return [str(w) for w in FLOP_WIDTHS_BITS if f"flops{w}" in tree.numbers and np.nansum(tree.numbers[f"flops{w}"]) > 0]
+    return [str(w) for w in FLOP_WIDTHS_BITS
+            if f"flops{w}" in tree.numbers and np.nansum(tree.numbers[f"flops{w}"]) > 0]

@@ -10,7 +10,7 @@ import shutil
 from ..demangle import demangle
 from ..filters import format_name
 from ..lines import sampled_kernels, source_text, top_stalls
-from ..load import load_document
+from ..load import ProfileError, load_document
 from ..nvdisasm import CODE_KEY
 from ..sass import with_text
 
@@ -20,7 +20,10 @@ MAX_KERNELS, MAX_LINES, MAX_STALLS, MAX_INSTRUCTIONS = 50, 20, 3, 20
 def lines_panel(path: str, include: str | None, exclude: str | None) -> dict | None:
     """The panel's data, or None where the file has no samples. -i / -e pick kernels by their call
     path, as `--lines` does with -i."""
-    root = load_document(path)[0]
+    try:
+        root = load_document(path)[0]
+    except ProfileError:  # nested deeper than the decoders go: the icicle still shows the samples
+        return None
     kernels = [k for k in sampled_kernels(root) if k.samples > 0]
     if include:
         kernels = [k for k in kernels if _matches(include, k)]
@@ -30,8 +33,8 @@ def lines_panel(path: str, include: str | None, exclude: str | None) -> dict | N
     sass, notes = _instructions(run)
     if not kernels:
         return None
-    return {"kernels": [_kernel(k, sass) for k in kernels[:MAX_KERNELS]], "left_out": max(len(kernels) - MAX_KERNELS, 0),
-            "notes": notes}
+    return {"kernels": [_kernel(k, sass) for k in kernels[:MAX_KERNELS]],
+            "left_out": max(len(kernels) - MAX_KERNELS, 0), "notes": notes}
 
 
 def _matches(pattern: str, kernel) -> bool:
@@ -55,7 +58,8 @@ def _line(name: str, metrics: dict, kernel_samples: int) -> dict:
     samples = metrics.get("num_samples", 0)
     return {"name": name, "short": format_name(name, "file_function_line"), "samples": samples,
             "share": samples / kernel_samples if kernel_samples else 0.0,
-            "stalls": [[reason, count / samples if samples else 0.0] for reason, count in top_stalls(metrics, MAX_STALLS)],
+            "stalls": [[reason, count / samples if samples else 0.0]
+                       for reason, count in top_stalls(metrics, MAX_STALLS)],
             "text": source_text(name)}
 
 

@@ -42,7 +42,8 @@ def default_requests(tree: Tree) -> list[str]:
         if raw in tree.numbers and short_name(raw) not in found + ["time"] and _positive(tree, raw):
             found.append(short_name(raw))
     if not found:
-        raise MetricError(f"nothing to draw: no metric of this profile has a positive value; {catalog.describe()}")
+        raise MetricError("nothing to draw: no metric of this profile has a positive value; "
+                          f"{catalog.describe()}")
     return found
 
 

@@ -18,7 +18,8 @@ def write_page(text: str, target: str, stdout: TextIO) -> str:
         stdout.write(text)
         return "stdout"
     if os.path.isdir(target):
-        raise ReportError(f"cannot write the report to '{target}': it is a folder; name a file such as report.html")
+        raise ReportError(f"cannot write the report to '{target}': it is a folder; "
+                          "name a file such as report.html")
     folder = os.path.dirname(os.path.abspath(target))
     try:
         fd, temporary = tempfile.mkstemp(prefix=".lepton-report-", suffix=".html", dir=folder)

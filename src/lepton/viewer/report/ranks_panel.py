@@ -25,7 +25,8 @@ def base_label(column: Column) -> str:
     return column.label.rsplit(" ", 1)[0]
 
 
-def ranks_panel(tree: Tree, stats: dict[str, Column], slowest: Column, ranks: list[int], names: RenderOptions) -> dict:
+def ranks_panel(tree: Tree, stats: dict[str, Column], slowest: Column, ranks: list[int],
+                names: RenderOptions) -> dict:
     """The nodes with the widest spread (max - min) of the first metric, widest first."""
     low, mid, high = (np.asarray(stats[s].values, float) for s in STATS)
     spread = high - low
@@ -35,7 +36,7 @@ def ranks_panel(tree: Tree, stats: dict[str, Column], slowest: Column, ranks: li
     shown = display_names(tree, names, escape=False)
     rows = []
     for node in order.tolist():
-        rows.append({"name": node_path(tree, node, shown), "kernel": bool(kinds[node] != FRAME), "min": float(low[node]),
-                     "median": float(mid[node]), "max": float(high[node]),
+        rows.append({"name": node_path(tree, node, shown), "kernel": bool(kinds[node] != FRAME),
+                     "min": float(low[node]), "median": float(mid[node]), "max": float(high[node]),
                      "slowest": None if np.isnan(slowest.values[node]) else int(slowest.values[node])})
     return {"ranks": ranks, "metric": base_label(stats["median"]).replace(" (inc)", ""), "rows": rows}

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..flat_tree import Tree
 from ..render import RenderOptions, display_names
-from .kernels import STANDARD, kernel_nodes, work
+from .kernels import kernel_nodes, launch_properties, work
+
+
+WORK = ("flops", "bytes", "time_ns", "count")
 
 
 def _rounded(value: float) -> float:
@@ -22,14 +23,15 @@ def roofline_points(tree: Tree, names: RenderOptions) -> list[dict]:
     bytes and time; `label` adds the shape where one name has several."""
     shown = display_names(tree, names, escape=False)
     per_node = work(tree)
-    properties = [k for k in tree.key_order if k not in STANDARD and k not in tree.root_keys and k in tree.numbers]
+    properties = launch_properties(tree)
     groups: dict[tuple, dict] = {}
     for node in kernel_nodes(tree).tolist():
-        flops, nbytes, time, count = (float(per_node[k][node]) for k in ("flops", "bytes", "time_ns", "count"))
+        flops, nbytes, time, count = (float(per_node[k][node]) for k in WORK)
         if not (flops > 0 and nbytes > 0 and time > 0):
             continue
         launches = max(count, 1.0)
-        props = tuple(float(tree.numbers[k][node]) for k in properties if math.isfinite(tree.numbers[k][node]))
+        props = tuple(float(tree.numbers[k][node]) for k in properties
+                      if math.isfinite(tree.numbers[k][node]))
         key = (shown[node], _rounded(flops / launches), _rounded(nbytes / launches), props)
         group = groups.setdefault(key, {"name": shown[node], "flops": 0.0, "bytes": 0.0, "time_ns": 0.0,
                                         "launches": 0.0, "contexts": []})

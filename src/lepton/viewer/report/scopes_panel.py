@@ -21,42 +21,49 @@ COLUMNS = ("cycles", "normalized_cycles", "ns", "normalized_ns")
 
 def scopes_panel(tree: Tree, names: RenderOptions) -> dict | None:
     """The panel's data, or None where the profile has no instrumented scopes."""
-    scopes = scope_mask(tree)
-    if not scopes.any() or "cycles" not in tree.numbers:
+    if not scope_mask(tree).any() or "cycles" not in tree.numbers:
         return None
-    shown = display_names(tree, names, escape=False)
-    share = derive(tree, ["cycles/kernel%"]).columns[0].values
-    clock_ghz = _clock_ghz(tree)
-    kinds = node_kinds(tree)
-    children = tree.children
+    scopes = _Scopes(tree, names)
     out = []
-    for kernel in np.flatnonzero(kinds == KERNEL).tolist():
-        rows: list[dict] = []
-        _walk(tree, kernel, 0, children, scopes, shown, share, clock_ghz, rows)
+    for kernel in np.flatnonzero(node_kinds(tree) == KERNEL).tolist():
+        rows = scopes.under(kernel, 0)
         if rows:
-            out.append({"name": shown[kernel], "path": node_path(tree, kernel, shown), "scopes": rows})
+            out.append({"name": scopes.shown[kernel], "path": node_path(tree, kernel, scopes.shown), "scopes": rows})
     if not out:
         return None
     measured = "ns" in tree.numbers
     return {"kernels": out[:MAX_KERNELS], "left_out": max(len(out) - MAX_KERNELS, 0),
-            "ns_source": "globaltimer" if measured else ("clock" if clock_ghz else None),
-            "clock_ghz": clock_ghz}
+            "ns_source": "globaltimer" if measured else ("clock" if scopes.clock_ghz else None),
+            "clock_ghz": scopes.clock_ghz}
 
 
-def _walk(tree, node, depth, children, scopes, shown, share, clock_ghz, rows) -> None:
-    """Appends the scopes under `node` in preorder, siblings in the file's order."""
-    for child in children[node]:
-        if not scopes[child]:
-            continue
-        row = {"name": shown[child], "depth": depth, "share": _number(share[child])}
-        for key in COLUMNS:
-            row[key] = _number(tree.numbers[key][child]) if key in tree.numbers else None
-        if row["ns"] is None and clock_ghz and row["cycles"] is not None:
-            row["ns"] = row["cycles"] / clock_ghz
-            if row["normalized_cycles"] is not None:
-                row["normalized_ns"] = row["normalized_cycles"] / clock_ghz
-        rows.append(row)
-        _walk(tree, child, depth + 1, children, scopes, shown, share, clock_ghz, rows)
+class _Scopes:
+    """A tree's scopes as table rows: what every row needs, computed once per tree."""
+
+    def __init__(self, tree: Tree, names: RenderOptions) -> None:
+        self.tree = tree
+        self.is_scope = scope_mask(tree)
+        self.shown = display_names(tree, names, escape=False)
+        self.share = derive(tree, ["cycles/kernel%"]).columns[0].values
+        self.clock_ghz = _clock_ghz(tree)
+
+    def under(self, node: int, depth: int) -> list[dict]:
+        """The scopes below `node` in preorder, siblings in the file's order."""
+        rows = []
+        for child in self.tree.children[node]:
+            if self.is_scope[child]:
+                rows.append(self.row(child, depth))
+                rows += self.under(child, depth + 1)
+        return rows
+
+    def row(self, node: int, depth: int) -> dict:
+        numbers = self.tree.numbers
+        row = {"name": self.shown[node], "depth": depth, "share": _number(self.share[node])}
+        row.update({key: _number(numbers[key][node]) if key in numbers else None for key in COLUMNS})
+        if row["ns"] is None and self.clock_ghz:  # Proton's cycles only: ns at the SM clock
+            for cycles, ns in (("cycles", "ns"), ("normalized_cycles", "normalized_ns")):
+                row[ns] = row[cycles] / self.clock_ghz if row[cycles] is not None else None
+        return row
 
 
 def _number(value) -> float | None:

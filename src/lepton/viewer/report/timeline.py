@@ -93,5 +93,6 @@ def _finish(name: str, entry: dict) -> dict:
     new_row = {entry["rows"][key]: i for i, key in enumerate(order)}
     first = min(e[2] for e in entry["events"])
     events = [[new_row[r], s, round(start - first, 1), dur] for r, s, start, dur in entry["events"]]
-    return {"name": name, "rows": [f"CTA {c} warp {w}" + (f" ({line})" if line else "") for c, w, line in order],
+    rows = [f"CTA {cta} warp {warp}" + (f" ({line})" if line else "") for cta, warp, line in order]
+    return {"name": name, "rows": rows,
             "scopes": list(entry["scopes"]), "events": events}

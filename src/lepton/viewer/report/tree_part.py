@@ -18,7 +18,8 @@ SOURCE_LINE = re.compile(r"^.+/[^/]+:\d+@.+$")  # "/dir/file.py:12@function", a 
 
 def values(array: np.ndarray) -> list:
     """Floats rounded to SIGNIFICANT digits, None for NaN and infinities (JSON has none)."""
-    return [None if not math.isfinite(v) else float(f"{v:.{SIGNIFICANT}g}") for v in np.asarray(array, float).tolist()]
+    return [None if not math.isfinite(v) else float(f"{v:.{SIGNIFICANT}g}")
+            for v in np.asarray(array, float).tolist()]
 
 
 def tree_part(tree: Tree, rows: np.ndarray, names: RenderOptions) -> dict:
@@ -33,7 +34,8 @@ def tree_part(tree: Tree, rows: np.ndarray, names: RenderOptions) -> dict:
     position = {name: i for i, name in enumerate(distinct)}
     short = {}
     if names.name_format == "full":
-        short = {i: format_name(name, "file_function_line") for i, name in enumerate(distinct) if SOURCE_LINE.match(name)}
+        short = {i: format_name(name, "file_function_line")
+                 for i, name in enumerate(distinct) if SOURCE_LINE.match(name)}
     return {"parent": np.where(parent >= 0, new[np.maximum(parent, 0)], -1).tolist(),
             "name": [position[name] for name in picked], "names": distinct,
             "short": {str(i): label for i, label in short.items()},
