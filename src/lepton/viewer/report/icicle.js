@@ -3,6 +3,7 @@
 const Icicle = (function () {
   const T = D.tree, N = T.parent.length, ROW = 18, MIN_BOX_PX = 0.5, MAX_ROWS = 80, FONT = "11px system-ui, sans-serif";
   const diff = D.diff || null, ranks = D.ranks || null;
+  const ONLY_THIS = "#c77dda", ONLY_OTHER = "#6fa8dc";  // apart from the red / green of more / less
   const name = (i) => T.names[T.name[i]];
   const label = (i) => (T.short && T.short[T.name[i]]) || name(i);
 
@@ -49,8 +50,8 @@ const Icicle = (function () {
     if (matcher) return hit ? "#f5a623" : "#e4e6eb";
     if (diff) {
       const side = diff.only[i];
-      if (side === 1) return "#e06666";  // only in this file
-      if (side === 2) return "#7fbf7f";  // only in the other
+      if (side === 1) return ONLY_THIS;
+      if (side === 2) return ONLY_OTHER;
       const a = own(i), b = other(i), r = Math.max(-1, Math.min(1, (a - b) / Math.max(b, 1e-30)));
       return r >= 0 ? `hsl(0, ${25 + 60 * r}%, ${78 - 22 * r}%)` : `hsl(130, ${25 - 50 * r}%, ${78 + 18 * r}%)`;
     }
@@ -176,7 +177,7 @@ const Icicle = (function () {
   }
 
   return {
-    draw, setQuery, paintedPixels, nodes: N, tipText, fit: (text, room) => { ctx.font = FONT; return fit(ctx, text, room); },
+    ONLY_THIS, ONLY_OTHER, draw, setQuery, paintedPixels, nodes: N, tipText, fit: (text, room) => { ctx.font = FONT; return fit(ctx, text, room); },
     boxes: () => boxes.map((b) => b.i), labels: () => boxes.filter((b) => b.w > 12).map((b) => ({ i: b.i, w: b.w, text: fit(ctx, label(b.i), b.w - 6) })),
     zoom: (i) => { state.zoom = i; draw(); return boxes.length; }, width: () => canvas.parentElement.clientWidth,
     measure: (text) => { ctx.font = FONT; return ctx.measureText(text).width; },

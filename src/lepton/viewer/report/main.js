@@ -11,7 +11,7 @@ function guarded(what, fn) {
 }
 
 function mountAll() {
-  document.getElementById("title").textContent = D.title + (D.diff ? `: ${D.diff.file} minus ${D.diff.other}` : "");
+  document.getElementById("title").textContent = D.diff ? `${D.diff.file} minus ${D.diff.other}` : D.title;
   if (D.device) document.getElementById("device").textContent = D.device;
   if (D.diff) guarded("diff legend", () => {
     const legend = el("div", { id: "diff-legend", className: "legend-bar" });

@@ -13,7 +13,7 @@ from ..derive import FORMULAS, SECONDS_PER_UNIT, Catalog, MetricError, metric_ki
 from ..flat_tree import Tree
 
 # Tried in this order when no -m is given: what a profile of each mode is about comes first.
-PREFERRED = ("num_samples", "time", "cycles", "normalized_cycles", "ns", "normalized_ns")
+PREFERRED = ("num_samples", "time", "cycles", "normalized_cycles", "ns", "normalized_ns", "cpu_time")
 DEFAULT_TIME = "time/ms"  # as the terminal's default column
 IN_KERNEL = ("cycles", "normalized_cycles", "ns", "normalized_ns")  # instrumentation's per-node metrics
 

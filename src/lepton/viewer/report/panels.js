@@ -75,8 +75,8 @@ const Panels = (function () {
     const P = D.diff, swatch = (color) => el("span", { className: "swatch", style: `background:${color}` });
     host.append(el("strong", null, `${P.file} minus ${P.other}`), el("span", null, [
       ": boxes as wide as the larger side; ", swatch("hsl(0, 70%, 62%)"), ` more in ${P.file} (slower), `,
-      swatch("hsl(130, 60%, 70%)"), ` less in ${P.file}, `, swatch("#e06666"), ` only in ${P.file}, `,
-      swatch("#7fbf7f"), ` only in ${P.other}.`]));
+      swatch("hsl(130, 60%, 70%)"), ` less in ${P.file}, `, swatch(Icicle.ONLY_THIS), ` only in ${P.file}, `,
+      swatch(Icicle.ONLY_OTHER), ` only in ${P.other}.`]));
   }
   return { lines, scopes, ranks, diffLegend };
 })();
