@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import pytest
 
@@ -76,6 +77,13 @@ def diff_args(tmp_path: Path) -> list:
     return [MATMUL_BIAS, "-diff", other]
 
 
+def as_msgpack(path: Path, tmp: Path) -> Path:
+    """The profile as hatchet MessagePack, the other format Lepton writes."""
+    out = tmp / (path.stem + ".hatchet_msgpack")
+    out.write_bytes(msgpack.packb(json.loads(path.read_text())))
+    return out
+
+
 # Every kind of profile: the arguments after `lepton-view` and the panels its page must show.
 KINDS = {
     "kernel times": (lambda tmp: [MATMUL_BIAS], ["kernels-panel", "roofline-panel"]),
@@ -94,9 +102,13 @@ KINDS = {
     "diff": (diff_args, ["diff-legend", "kernels-panel", "roofline-panel"]),
     "instrumentation with -m and -i": (lambda tmp: [OURS / "lepton_instrumentation.hatchet", "-m", "ns", "-i", "nested"],
                                        ["scopes-panel"]),
+    "lepton pcsampling as msgpack": (lambda tmp: [as_msgpack(OURS / "lepton_pcsampling.hatchet", tmp)],
+                                     ["lines-panel", "kernels-panel"]),
     **{f"proton {name}": (lambda tmp, name=name: [PROTON / f"{name}.hatchet"], ["kernels-panel"])
        for name in ("cudagraph", "hook", "nvtx", "python_ctx", "scopes_metrics", "threads", "multi_session_a",
                     "multi_session_b", "small_shadow_h200")},
+    **{f"proton example {name}": (lambda tmp, name=name: [DATA / "proton_examples" / f"{name}.json"], ["kernels-panel"])
+       for name in ("cuda", "frame", "hip", "leaf_nodes", "triton")},
 }
 
 
