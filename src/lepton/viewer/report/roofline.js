@@ -60,12 +60,20 @@ const Roofline = (function () {
       add("text", { x: box.x, y: box.y + 10, class: cls || "" }, text);
       return true;
     };
-    for (const [width, f] of widths) {
+    for (const [, f] of widths) {  // labels keep off the roofs: small boxes along each one
       const knee = f / peak.bytes;
       add("polyline", { class: "roof", points: `${lx(xs[0])},${ly(xs[0] * peak.bytes)} ${lx(knee)},${ly(f)} ${lx(xs[1])},${ly(f)}` });
-      label(lx(knee), ly(f) - 8, `fp${width} peak ${Fmt.rate(f, "FLOP/s")}`, "roof-label");
+      for (let x = L; x < W - R; x += 6) {
+        const ai = 10 ** (Math.log10(xs[0]) + (x - L) / (W - L - R) * (Math.log10(xs[1]) - Math.log10(xs[0])));
+        taken.push({ x: x - 2, y: ly(Math.min(ai * peak.bytes, f)) - 2, w: 4, h: 4 });
+      }
     }
-    label(lx(xs[0] * 3), ly(xs[0] * 3 * peak.bytes) - 10, `${Fmt.rate(peak.bytes, "B/s")}`, "roof-label");
+    for (const [width, f] of widths) label(lx(f / peak.bytes), ly(f) - 8, `fp${width} peak ${Fmt.rate(f, "FLOP/s")}`, "roof-label");
+    const knee = peakF / peak.bytes, bandwidth = Fmt.rate(peak.bytes, "B/s");
+    [0.2, 0.35, 0.5, 0.65].some((at) => {  // somewhere along the memory roof, above it
+      const x = L + at * (lx(knee) - L), ai = 10 ** (Math.log10(xs[0]) + (x - L) / (W - L - R) * (Math.log10(xs[1]) - Math.log10(xs[0])));
+      return label(x, ly(ai * peak.bytes) - 12, bandwidth, "roof-label");
+    });
     placedLabels = [];
     const order = pts.map((p, k) => k).sort((a, b) => pts[b].time_ns - pts[a].time_ns);  // the costliest are labelled first
     for (const k of order) {
