@@ -82,8 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
                              f"saying how many were left out (default {DEFAULT_MAX_NODES:,}; 0: all;\n"
                              "csv and json output are never cut)")
     parser.add_argument("--html", metavar="OUT.html",
-                        help="write a self-contained HTML report (icicle graph, kernel table, roofline;\n"
-                             "with -diff the difference) to OUT.html instead of printing")
+                        help="write a self-contained HTML report to OUT.html ('-': stdout) instead of\n"
+                             "printing: icicle graph, kernel table, roofline; the hottest lines of a\n"
+                             "pcsampling profile; the scopes of an instrumentation one (give its\n"
+                             ".chrome_trace too for the per-warp timeline); several ranks; -diff")
     parser.add_argument("--ncu", metavar="REGEX",
                         help="print the Nsight Compute command (rocprof-compute on AMD) that profiles\n"
                              "one launch of the kernel matching REGEX in the same program (the command\n"

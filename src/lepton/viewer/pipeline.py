@@ -211,28 +211,31 @@ def _show_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _write_report(options: ViewOptions, html: str, stdout: TextIO, stderr: TextIO) -> int:
-    """--html: several files are merged first (--merge, default sum); -diff adds the other side."""
-    from .report import report_html
+    """--html: the page of every kind of profile (`report`); a Chrome trace among the files goes
+    beside its profile (the per-warp timeline), `-` writes the page to stdout."""
+    from .report import Filters, ReportError, Request, is_trace, make_page, write_page
 
+    terminal_only = [flag for flag, given in (
+        ("-l", options.list_metrics), ("--print-sorted", options.print_sorted), ("--output", options.output != "tree"),
+        ("--width", options.width is not None), ("--max-nodes", options.max_nodes != DEFAULT_MAX_NODES),
+        ("--color/--no-color", options.color != "auto")) if given]
     paths = [options.file, *options.more_files]
-    trees = [load_profile(path) for path in paths]
-    if len(trees) > 1:
-        check_one_run(trees, paths)
-    tree = merge(trees, options.merge or "sum") if len(trees) > 1 else trees[0]
-    other, other_name = None, None
-    if options.diff_file:
-        other, other_name = load_profile(options.diff_file), os.path.basename(options.diff_file)
-    render = render_options(options, stdout)
-    title = os.path.basename(options.file)
-    if len(paths) > 1:
-        title += f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})"
-    text = report_html(tree, title, render, other, other_name)
+    request = Request(tuple(p for p in paths if not is_trace(p)), tuple(p for p in paths if is_trace(p)),
+                      options.diff_file, options.merge, tuple(options.metrics) if options.metrics else None,
+                      Filters(options.include, options.exclude, options.threshold, options.depth,
+                              not options.mangled),
+                      RenderOptions(name_format=options.name_format, demangle=not options.mangled,
+                                    full_names=options.full_names))
     try:
-        with open(html, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as err:
-        raise ProfileError(f"cannot write '{html}': {err.strerror or err}") from err
-    print(f"{PROG}: report written to {html} ({len(tree):,} nodes, {len(text) / 1e6:.1f} MB)", file=stderr)
+        if terminal_only:
+            raise ReportError(f"{', '.join(terminal_only)} shape the terminal's output, not the --html page: "
+                              "leave them out")
+        text = make_page(request)
+        where = write_page(text, html, stdout)
+    except ReportError as err:
+        print(f"{PROG}: error: {printable(str(err))}", file=stderr)
+        return EXIT_BAD_INPUT
+    print(f"{PROG}: report written to {where} ({len(text.encode()) / 1e3:,.0f} kB)", file=stderr)
     return EXIT_OK
 
 
