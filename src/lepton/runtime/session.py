@@ -98,6 +98,9 @@ class Session:
         self._times: list[int] = []
         self._active_log: list[bool] = []
         self._phase_log: list[int] = []
+        # Replays of metrics captured into CUDA graphs that this session counted, whose values a
+        # flush reads: `(phase data, node, metric, ticket)` (`runtime.graph_metrics`).
+        self._replayed: list[tuple] = []
         self._lock = threading.Lock()
 
     def _new_data(self) -> PhaseData:
@@ -145,6 +148,18 @@ class Session:
     def add_metrics(self, pid: int, metrics: dict) -> None:
         with self._lock:
             self.current.add_metrics(pid, metrics)
+
+    def add_metrics_to(self, data: PhaseData, pid: int, metrics: dict) -> None:
+        """Adds metrics to a phase that may no longer be the current one: device values read at a
+        flush, for the phase they were given in."""
+        with self._lock:
+            data.add_metrics(pid, metrics)
+
+    def take_replayed(self) -> list[tuple]:
+        """The graph metric replays counted since the last call (see `_replayed`)."""
+        with self._lock:
+            replayed, self._replayed = self._replayed, []
+            return replayed
 
     def launch_counter(self, key: tuple) -> itertools.count:
         """One hooked launch with metrics `key = (op, ((name, value), ...))`; returns the counter
@@ -195,11 +210,26 @@ class Session:
         phase = np.asarray(self._phase_log, dtype=np.int64)[idx]
         return active, phase
 
-    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray, inverse: np.ndarray) -> None:
+    def _captured_inactive(self, capture_ns: np.ndarray | None) -> np.ndarray | np.bool_:
+        """Per kernel: whether it is a CUDA graph's, captured while this session existed but was
+        inactive (`deactivate` during the capture): its replays are not counted, as in Proton."""
+        if capture_ns is None:
+            return np.False_
+        known = capture_ns != UNKNOWN_LAUNCH_NS
+        times = np.asarray(self._times, dtype=np.int64)
+        idx = np.searchsorted(times, capture_ns, side="right") - 1
+        existed = known & (idx >= 0)
+        return existed & ~np.asarray(self._active_log, dtype=bool)[np.maximum(idx, 0)]
+
+    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray, inverse: np.ndarray,
+               replayed: list[tuple] = ()) -> None:
+        """The kernels of `batch` this session counts; `replayed`: its graph metric kernels,
+        `(row, metric, ticket, node)` (`runtime.graph_metrics`)."""
         with self._lock:
             if not self._times:
                 return
             active, phase = self._launch_state(batch.launch_ns)
+            active &= ~self._captured_inactive(batch.capture_ns)
             if not active.any():
                 return
             phases = [self._phase_log[0]] if len(set(self._phase_log)) == 1 else np.unique(phase[active]).tolist()
@@ -211,6 +241,9 @@ class Session:
                 data.add_kernel_batch(batch, kernel_pids, inverse, sel)
                 if batch.launch_metrics and batch.correlation_id is not None:
                     data.add_launch_metrics(_launch_metrics(batch, sel, kernel_pids[inverse]))
+                if self.data_kind == "tree":
+                    self._replayed += [(data, node, metric, ticket) for row, metric, ticket, node in replayed
+                                       if sel[row]]
 
     def add_cycle_launches(self, launches: list, launch_ns: np.ndarray, paths) -> None:
         """Decoded launches of an instrumented kernel, those launched while this session was
