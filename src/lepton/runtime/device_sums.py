@@ -24,6 +24,7 @@ CHUNK_ELEMENTS = 4096  # 32 KiB a buffer: thousands of scalar slots per allocati
 @dataclass
 class _Buffer:
     tensor: object  # 1-D, float64 or int64, on one device
+    capacity: int
     used: int = 0
 
 
@@ -89,9 +90,10 @@ class DeviceSums:
         width = value.numel()
         floating = keeps_floating(parse_metric_name(raw).name, value)
         buffers = self._buffers.setdefault((str(value.device), floating), [])
-        buffer = next((b for b in buffers if b.used + width <= len(b.tensor)), None)
+        buffer = next((b for b in buffers if b.used + width <= b.capacity), None)
         if buffer is None:
-            buffer = _Buffer(tensor_ops.empty(max(CHUNK_ELEMENTS, width), floating, value.device))
+            capacity = max(CHUNK_ELEMENTS, width)
+            buffer = _Buffer(tensor_ops.empty(capacity, floating, value.device), capacity)
             buffers.append(buffer)
         offset, buffer.used = buffer.used, buffer.used + width
         overwrite = kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY
