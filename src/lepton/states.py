@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import functools
 
+from .model.paths import METADATA_NODE
 from .runtime.hot_path import HOT_PATH
 
-COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
+COMPUTE_METADATA_SCOPE_NAME = METADATA_NODE
 COMPUTE_METADATA_SCOPE_PREFIX = COMPUTE_METADATA_SCOPE_NAME + ":"
 
 

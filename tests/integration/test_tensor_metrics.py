@@ -65,7 +65,9 @@ def test_a_scopes_device_tensor_metric_is_summed_on_the_device_and_read_only_at_
     assert type(flat[("step",)]["steps"]) is int  # an integer tensor stays an integer metric
 
 
-def test_the_metric_copies_are_lepton_own_kernels_and_in_no_profile(torch_twin):
+def test_the_metric_copies_run_under_the_scopes_metadata_node_as_protons(torch_twin):
+    """Proton copies a metric tensor (`.double()`) under `__proton_launch_metadata`: the user's
+    kernels stay alone in the scope and at the top (Proton's test_tensor_metrics_scope counts 4)."""
     torch = torch_twin
     proton.start("t", backend="fake")
     torch.listen()
@@ -74,8 +76,10 @@ def test_the_metric_copies_are_lepton_own_kernels_and_in_no_profile(torch_twin):
         x.zero_()
     proton.finalize()
     flat = tree("t")
-    assert {k for k in flat if k[:1] == ("step",)} == {("step",), ("step", "fill_kernel")}
-    assert ("reduce_kernel",) in flat and ("copy_kernel",) in flat  # the user's own, at the top
+    assert {k for k in flat if k[:1] == ("step",)} == {
+        ("step",), ("step", "fill_kernel"), ("step", "__proton_launch_metadata"),
+        ("step", "__proton_launch_metadata", "copy_kernel")}
+    assert {k for k in flat if len(k) == 1} == {("step",), ("reduce_kernel",), ("copy_kernel",)}
 
 
 def test_vectors_and_proton_roofline_types(torch_twin):
@@ -112,14 +116,14 @@ def test_a_type_change_is_refused_at_the_call_and_nothing_is_recorded(torch_twin
     torch.listen()
     with proton.scope("s", metrics={"a": 1.0}):
         pass
-    with pytest.raises(MetricTypeError, match=r"Metric value type mismatch for valueId 0 \(a\): current=double"):
-        with proton.scope("s", metrics={"a": torch.tensor(3)}):
-            pass
+    mismatch = r"Metric value type mismatch for valueId 0 \(a\): current=double"
+    with pytest.raises(MetricTypeError, match=mismatch), proton.scope("s", metrics={"a": torch.tensor(3)}):
+        pass
     with proton.scope("v", metrics={"v": torch.tensor([1, 2])}):
         pass
-    with pytest.raises(MetricTypeError, match="Vector metric size mismatch"):
-        with proton.scope("v", metrics={"v": torch.tensor([1, 2, 3])}):
-            pass
+    with pytest.raises(MetricTypeError, match="Vector metric size mismatch"), \
+            proton.scope("v", metrics={"v": torch.tensor([1, 2, 3])}):
+        pass
     assert proton.context.depth() == 0  # the refused scopes were never entered
     proton.finalize()
     flat = tree("t")
@@ -158,8 +162,10 @@ def test_a_launch_metadata_tensor_is_a_metric_of_that_launch_without_a_wait(torc
     flat = tree("t")
     assert flat[("foo_test",)]["flops"] == 32.0 and flat[("foo_test",)]["count"] == 4
     assert flat[("__proton_launch_metadata", "reduce_kernel")]["count"] == 4  # x.sum() in launch_metadata
-    assert set(flat) == {("foo_test",), ("__proton_launch_metadata",), ("__proton_launch_metadata", "reduce_kernel"),
-                         ("copy_kernel",)}  # the copy that made x
+    # the value's first copy into its slot and the three adds after it, beside the sums
+    assert flat[("__proton_launch_metadata", "copy_kernel")]["count"] == 1
+    assert flat[("__proton_launch_metadata", "add_kernel")]["count"] == 3
+    assert {k for k in flat if len(k) == 1} == {("foo_test",), ("__proton_launch_metadata",), ("copy_kernel",)}
 
 
 # -- inside a CUDA graph capture: recorded at each replay ---------------------------------------------

@@ -13,6 +13,9 @@ import threading
 
 ROOT = 0
 ROOT_NAME = "ROOT"
+# The node GPU work for launch metadata and metric values runs under (Proton's
+# `COMPUTE_METADATA_SCOPE_NAME`), below the scope or launch it is for; the viewer hides it.
+METADATA_NODE = "__proton_launch_metadata"
 # Not a path: a thread marks it while Lepton itself launches GPU work (`HotPath.internal`); the CUPTI
 # collector drops the kernels launched there, which no profile must show. Far above any path id,
 # never negative (negative marks are one-shot pairs).

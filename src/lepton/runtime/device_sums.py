@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from ..model.metrics import MetricKind, ROOFLINE_FLOAT_KEYS, ROOFLINE_INT_KEYS, parse_metric_name
+from ..model.metrics import ROOFLINE_FLOAT_KEYS, ROOFLINE_INT_KEYS, MetricKind, parse_metric_name
 from . import tensor_ops
 
 CHUNK_ELEMENTS = 4096  # 32 KiB a buffer: thousands of scalar slots per allocation

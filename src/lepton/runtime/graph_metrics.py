@@ -119,27 +119,31 @@ class GraphMetrics:
             by_metric: dict[int, list[tuple]] = {}
             for ticket in tickets:
                 by_metric.setdefault(id(ticket[3]), []).append(ticket)
-            devices = sorted({m.device for m in announced.values() if m.ring is not None and id(m) in by_metric})
+            devices = sorted({ts[0][3].device for ts in by_metric.values() if ts[0][3].ring is not None})
             if devices:
                 tensor_ops.synchronize(devices)
             out = []
-            for key, metric_tickets in by_metric.items():
-                metric = metric_tickets[0][3]
-                values = _values(metric)
-                lost = 0
-                for session, data, node, _, ticket in metric_tickets:
-                    if ticket in values:
-                        out.append((session, data, node, {metric.raw: values[ticket]}))
-                    else:
-                        lost += 1
-                if lost:
-                    print(f"lepton: warning: {lost} values of metric {metric.raw!r}, given inside a CUDA graph "
-                          f"capture, were overwritten before a flush read them (each such metric keeps its last "
-                          f"{metric.rows} replays between flushes); flush more often "
-                          f"(deactivate(flushing=True)) or set {REPLAYS_ENV}", file=sys.stderr)
+            for metric_tickets in by_metric.values():
+                out += _paired(metric_tickets)
             for metric in announced.values():
                 metric.resolved = metric.announced
         return out
+
+
+def _paired(tickets: list[tuple]) -> list[tuple]:
+    """`(session, data, node, {metric: value})` of the tickets of one metric; those whose row a
+    later replay overwrote are reported on stderr."""
+    metric = tickets[0][3]
+    values = _values(metric)
+    out = [(session, data, node, {metric.raw: values[ticket]})
+           for session, data, node, _, ticket in tickets if ticket in values]
+    lost = len(tickets) - len(out)
+    if lost:
+        print(f"lepton: warning: {lost} values of metric {metric.raw!r}, given inside a CUDA graph capture, "
+              f"were overwritten before a flush read them (each such metric keeps its last {metric.rows} "
+              f"replays between flushes); flush more often (deactivate(flushing=True)) or set {REPLAYS_ENV}",
+              file=sys.stderr)
+    return out
 
 
 def _values(metric: CapturedMetric) -> dict[int, object]:

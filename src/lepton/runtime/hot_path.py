@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..model.metrics import check_metrics
-from ..model.paths import INTERNAL, ROOT, PathTable
+from ..model.paths import INTERNAL, METADATA_NODE, ROOT, PathTable
 from ..model.timeline import ThreadTimelines
 from ..model.trace import ScopeEvent
 from .python_stacks import enter_python_scope, exit_python_scope, python_path
@@ -242,9 +242,9 @@ class HotPath:
     @contextlib.contextmanager
     def launching_as(self, path: int, graph_tag=None):
         """Lepton's own launches on the calling thread (a tensor metric's copies): they land on
-        `path`, `INTERNAL` (in no profile) or a `<metric>` op, both by the thread's marks and as
-        the graph nodes a capture makes meanwhile, the first of which takes `graph_tag`
-        (`take_graph_tag`). The thread's scopes and state are as they were afterwards."""
+        `path` (a metadata node, `INTERNAL`, in no profile, or a `<metric>` op), both by the
+        thread's marks and as the graph nodes a capture makes meanwhile, the first of which takes
+        `graph_tag` (`take_graph_tag`). The thread's scopes and state are as they were afterwards."""
         t = self.thread()
         saved = t.state, t.graph_tag
         t.state, t.graph_tag = None, graph_tag
@@ -381,13 +381,14 @@ class HotPath:
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, host)
         if device:
-            self._add_device_metrics(active, eff, py, device)
+            self._add_device_metrics(active, eff, py, device, self.paths.child(eff, METADATA_NODE))
 
-    def _add_device_metrics(self, sessions, eff: int, py: int | None, device: dict) -> None:
+    def _add_device_metrics(self, sessions, eff: int, py: int | None, device: dict, under: int) -> None:
         """Sums device tensors into each tree session's node on the device (the sessions already
-        hold the metrics, with zero values of their types)."""
+        hold the metrics, with zero values of their types). The kernels that do it land under
+        `under`, the metadata node, where Proton's copies of metric tensors land."""
         sums = self.tensor_metrics.sums
-        with self.launching_as(INTERNAL):
+        with self.launching_as(under):
             for s in sessions:
                 if s.data_kind == "tree":
                     for raw, value in device.items():
@@ -499,7 +500,7 @@ class HotPath:
             check_metrics(host)
             for s in self.active:
                 s.add_metrics(op, host)
-            self._add_device_metrics(self.active, op, op, device)
+            self._add_device_metrics(self.active, op, op, device, self.paths.extend(base, metrics_under))
         elif host:
             key = (op, metrics)
             counters = tuple(s.launch_counter(key) for s in self.active)
