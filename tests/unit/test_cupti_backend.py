@@ -584,8 +584,8 @@ def test_graph_callbacks_carry_capture_scopes_to_replayed_kernels(fake_cupti, mo
         assert k["metrics"]["count"] == 1
 
 
-def _node_created(node: int) -> None:
-    gd = _GraphData(node=node)
+def _node_created(node: int, node_type: int = 0) -> None:
+    gd = _GraphData(node=node, node_type=node_type)
     rd = _ResourceData(descriptor=ctypes.pointer(gd))
     cupti_backend._resource_callback(None, layout.CB_DOMAIN_RESOURCE, layout.CBID_RESOURCE_GRAPHNODE_CREATED,
                                      ctypes.addressof(rd))
@@ -629,6 +629,7 @@ def test_the_node_of_a_hooked_launch_takes_its_op_and_lepton_own_nodes_their_tag
         tag = object()
         metric = HOT_PATH.paths.op(HOT_PATH.current(), "<metric>")
         with HOT_PATH.launching_as(metric, tag):
+            _node_created(7, node_type=2)  # a memset node first: it takes neither path nor tag
             _node_created(3)
             _node_created(4)
         _node_created(5)
@@ -637,6 +638,7 @@ def test_the_node_of_a_hooked_launch_takes_its_op_and_lepton_own_nodes_their_tag
     s = HOT_PATH.paths.child(0, "s")
     assert paths.tolist() == [op, s, metric, metric, s]
     assert [x is tag for x in tags] == [False, False, True, False, False]
+    assert cupti_backend.GRAPH_NODES.nodes(np.array([1007]))[0].tolist() == [-1]
 
 
 def test_buffers_are_zeroed_before_reuse(monkeypatch):

@@ -441,6 +441,8 @@ class CuptiBackend(Backend):
         if not graph_data:
             return
         node = ctypes.c_void_p.from_address(graph_data + layout.GraphData.node).value
+        if ctypes.c_uint32.from_address(graph_data + layout.GraphData.node_type).value != layout.GRAPH_NODE_TYPE_KERNEL:
+            return  # a copy or memset: no kernel record, and it must not take a kernel's op or tag
         if cbid == layout.CBID_RESOURCE_GRAPHNODE_CREATED:
             GRAPH_NODES.created(self.cupti.graph_node_id(node), self._current_path(), _Shared.clock(),
                                 self._take_graph_tag())
