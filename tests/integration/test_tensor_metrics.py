@@ -370,3 +370,11 @@ def test_two_sessions_each_count_the_graphs_captured_and_replayed_while_they_wer
     assert not any("foo_with_metric" in k for k in flat1)
     bar1 = flat1[("session1_replay", "<captured_at>", "bar_without_metric")]
     assert bar1["count"] == 2 and "sum_metric" not in bar1
+
+
+def test_a_ring_keeps_16384_replays_of_a_scalar_and_1_mib_of_a_vector(monkeypatch):
+    from lepton.runtime.graph_metrics import replays_kept
+
+    assert (replays_kept(1), replays_kept(1000), replays_kept(10**6)) == (16384, 131, 64)
+    monkeypatch.setenv("LEPTON_GRAPH_METRIC_REPLAYS", "100000")
+    assert replays_kept(1) == 100000

@@ -40,10 +40,8 @@ class _Slot:
     offset: int
     width: int
     overwrite: bool
+    view: object  # the slot's elements of the buffer, sliced once (a slice costs as much as a launch)
     fresh: bool = True  # no write since the last drain: the next one copies
-
-    def view(self):
-        return self.buffer.tensor[self.offset:self.offset + self.width]
 
 
 def keeps_floating(name: str, value) -> bool:
@@ -77,7 +75,7 @@ class DeviceSums:
             if slot is None:
                 slot = self._slots[(data, pid, raw)] = self._new_slot(session, data, pid, raw, value, spec.kind)
             src = value.detach().reshape(-1)  # no autograd history kept in the buffer
-            view = slot.view()
+            view = slot.view
             if slot.fresh or slot.overwrite:
                 view.copy_(src)  # converts the dtype as it copies
                 slot.fresh = False
@@ -97,7 +95,8 @@ class DeviceSums:
             buffers.append(buffer)
         offset, buffer.used = buffer.used, buffer.used + width
         overwrite = kind is MetricKind.PROPERTY or kind is MetricKind.NODE_PROPERTY
-        return _Slot(session, data, pid, raw, buffer, offset, width, overwrite)
+        view = buffer.tensor[offset:offset + width]
+        return _Slot(session, data, pid, raw, buffer, offset, width, overwrite, view)
 
     def drain(self) -> list[tuple[object, object, int, dict]]:
         """`(session, data, pid, {metric: value})` of every slot written since the last drain, read

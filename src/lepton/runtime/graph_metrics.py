@@ -9,8 +9,8 @@ recorded by kernels captured into the graph, not at the capture. For each one `c
   scope, `replay/<captured_at>/<capture path>/<metric>`, and names the node the metric goes to
   there; each session that counts the kernel (active at the replay and at the capture) keeps a
   ticket for that replay's value (`Session.ingest`).
-- for a tensor, that kernel is an `index_copy_` of the value into row `counter` of a ring of
-  `REPLAYS_KEPT` rows, after two kernels (in no profile) that advance `counter` modulo the ring.
+- for a tensor, that kernel is an `index_copy_` of the value into row `counter` of a ring
+  (`replays_kept` rows), after two kernels (in no profile) that advance `counter` modulo the ring.
   A number needs no row: it is the same at every replay.
 
 A flush, once the device is synchronised, reads each ring with tickets and gives the last replay
@@ -18,8 +18,8 @@ announced the row `counter` ends at, the one before it the row before, and so on
 Neither counter nor ring needs initialising, so they are allocated inside the capture too (a
 zeroing kernel there would run at every replay).
 
-Limits: a metric keeps its last `REPLAYS_KEPT` replays between two flushes (older ones are
-reported lost); replays made while no backend records kernels, or records CUPTI dropped, shift the
+Limits: a tensor metric keeps its last `replays_kept` replays between two flushes (older ones are
+reported lost; a number has no such limit); replays made while no backend records kernels, or records CUPTI dropped, shift the
 pairing; the same graph replayed on two streams at once races on the counter.
 """
 from __future__ import annotations
@@ -37,10 +37,17 @@ METRIC_NODE = "<metric>"  # Proton's name for the node of a metric kernel (`Grap
 REPLAYS_ENV = "LEPTON_GRAPH_METRIC_REPLAYS"
 
 
-def replays_kept() -> int:
-    """Rows of each ring: the replays a captured tensor metric keeps between two flushes."""
+RING_BYTES = 1 << 20  # a scalar's ring keeps 16,384 replays (128 KiB); a vector's fewer
+MAX_ROWS = 16384
+
+
+def replays_kept(width: int) -> int:
+    """Rows of a ring of `width` values: the replays a captured tensor metric keeps between two
+    flushes (`LEPTON_GRAPH_METRIC_REPLAYS` sets it)."""
     text = os.environ.get(REPLAYS_ENV, "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else 1024
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    return max(64, min(MAX_ROWS, RING_BYTES // (8 * width)))
 
 
 class CapturedMetric:
@@ -86,7 +93,8 @@ class GraphMetrics:
 
     @staticmethod
     def _capture_tensor(hp, metric: CapturedMetric, op: int, value) -> None:
-        rows, width = replays_kept(), value.numel()
+        width = value.numel()
+        rows = replays_kept(width)
         floating = keeps_floating(parse_metric_name(metric.raw).name, value)
         metric.rows, metric.width, metric.device = rows, width, str(value.device)
         metric.ring = tensor_ops.empty(rows * width, floating, value.device).view(rows, width)

@@ -354,7 +354,8 @@ class SessionRegistry:
         if not sessions or not len(batch):
             return
         # Every replay of a captured metric's kernel is numbered, counted by a session or not.
-        replayed = self.hot_path.tensor_metrics.graphs.announce(batch.replayed_metrics)
+        replayed = self.hot_path.tensor_metrics.graphs.announce(batch.replayed_metrics) \
+            if batch.replayed_metrics else []
         by_parents: dict[int, tuple] = {}  # python-context sessions may see other parents
         for s in sessions:
             view = batch
