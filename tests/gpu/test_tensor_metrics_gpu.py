@@ -366,3 +366,58 @@ def test_a_metric_per_step_makes_no_wait_and_the_profile_holds_every_steps_value
     flat, _ = tree(tmp_path / "prof.hatchet")
     assert flat[("step",)]["norm"] == pytest.approx(out["norm"], rel=1e-5)
     assert flat[("step",)]["positive"] == out["positive"]
+
+
+def test_trace_cudagraph_graph_scope_ranges(tmp_path):
+    """Proton's test: the replay's capture scopes on a `Graph: Stream N` lane, no metric there, and
+    one `<metric>` kernel for the captured tensor; a tree session beside the trace holds the replayed
+    kernels' call paths (the trace writer's flows and call stacks are checked by its own tests)."""
+    run(tmp_path, """
+        os.environ["LEPTON_TRACE_TIMELINE"] = "1"
+        stream = torch.cuda.Stream()
+        torch.cuda.set_stream(stream)
+
+        @triton.jit
+        def foo(x, y, size: tl.constexpr):
+            offs = tl.arange(0, size)
+            tl.store(y + offs, tl.load(x + offs))
+
+        x = torch.ones((128, ), device="cuda", dtype=torch.float32)
+        y = torch.zeros_like(x)
+        metric_tensor = torch.tensor(1.0, device="cuda")
+        foo[(1, )](x, y, x.numel(), num_warps=4)
+        torch.cuda.synchronize()
+
+        def fn():
+            with proton.scope("a"):
+                with proton.scope("b"):
+                    with proton.scope("c", metrics={"m1": metric_tensor}):
+                        foo[(1, )](x, y, x.numel(), num_warps=4)
+                    foo[(1, )](x, y, x.numel(), num_warps=4)
+                foo[(1, )](x, y, x.numel(), num_warps=4)
+
+        proton.start("trace", data="trace", context="shadow")
+        proton.start("tree", context="shadow")
+        fn()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        with proton.scope("test0"):
+            g.replay()
+        proton.finalize()
+        result()
+    """)
+    events = json.loads((tmp_path / "trace.chrome_trace").read_text())["traceEvents"]
+    graph_tids = [e["tid"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+                  and e["args"]["name"].startswith("Graph: Stream ")]
+    assert len(graph_tids) == 1
+    on_graph = [e for e in events if e.get("tid") == graph_tids[0] and e.get("ph") == "X"]
+    assert {"<captured_at>", "a", "b", "c"} <= {e["name"] for e in on_graph}
+    assert not any(e.get("cat") == "metric" for e in on_graph)
+    assert [e["name"] for e in events if e.get("cat") == "kernel"].count("<metric>") == 1
+    flat, _ = tree(tmp_path / "tree.hatchet")
+    at = ("test0", "<captured_at>")
+    for path in (at + ("a", "b", "c"), at + ("a", "b"), at + ("a",)):
+        assert flat[path + ("foo",)]["count"] == 1
+    assert flat[at + ("a", "b", "c", "<metric>")]["count"] == 1
+    assert flat[at + ("a", "b", "c")]["m1"] == 1.0

@@ -378,3 +378,50 @@ def test_a_ring_keeps_16384_replays_of_a_scalar_and_1_mib_of_a_vector(monkeypatc
     assert (replays_kept(1), replays_kept(1000), replays_kept(10**6)) == (16384, 131, 64)
     monkeypatch.setenv("LEPTON_GRAPH_METRIC_REPLAYS", "100000")
     assert replays_kept(1) == 100000
+
+
+def test_a_trace_draws_the_capture_scopes_of_each_replay_on_a_graph_lane(torch_twin, monkeypatch):
+    """Proton's test_trace_cudagraph_graph_scope_ranges: a `Graph: Stream N` lane with the replay's
+    `<captured_at>` and capture scopes, no metric there, and the replayed kernels (one `<metric>`
+    kernel for the captured tensor among them) linked to the replay's scope; a tree session beside
+    it holds their call paths."""
+    monkeypatch.setenv("LEPTON_TRACE_TIMELINE", "1")
+    torch = torch_twin
+    x, y = torch.tensor([1.0] * 8), torch.tensor([0.0] * 8)
+    metric_tensor = torch.tensor(1.0)
+
+    def fn():
+        with proton.scope("a"):
+            with proton.scope("b"):
+                with proton.scope("c", metrics={"m1": metric_tensor}):
+                    y.copy_(x)
+                y.copy_(x)
+            y.copy_(x)
+
+    proton.start("tr", data="trace", backend="fake")
+    proton.start("t", backend="fake")
+    torch.listen()
+    fn()
+    g = capture(torch, 1, fn)
+    with proton.scope("test0"):
+        g.replay()
+    proton.finalize()
+    with open("tr.chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    graph_tids = [e["tid"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+                  and e["args"]["name"].startswith("Graph: Stream ")]
+    assert len(graph_tids) == 1
+    on_graph = [e for e in events if e.get("tid") == graph_tids[0] and e.get("ph") == "X"]
+    assert sorted(e["name"] for e in on_graph) == ["<captured_at>", "a", "b", "c"]
+    assert all(e["cat"] == "scope" for e in on_graph)
+    c = next(e for e in on_graph if e["name"] == "c")
+    assert c["args"]["call_stack"] == ["ROOT", "test0", "<captured_at>", "a", "b", "c"]
+    test0 = next(e for e in events if e.get("cat") == "scope" and e["name"] == "test0")
+    replayed = [e for e in events if e.get("cat") == "kernel" and e.get("bind_id") == test0["bind_id"]]
+    assert sorted(e["name"] for e in replayed) == ["<metric>", "copy_kernel", "copy_kernel", "copy_kernel"]
+    flat = tree("t")
+    at = ("test0", "<captured_at>")
+    for path in (at + ("a",), at + ("a", "b"), at + ("a", "b", "c")):
+        assert flat[path + ("copy_kernel",)]["count"] == 1
+    assert flat[at + ("a", "b", "c", "<metric>")]["count"] == 1
+    assert flat[at + ("a", "b", "c")] == {"m1": 1.0}

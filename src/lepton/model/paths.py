@@ -13,6 +13,9 @@ import threading
 
 ROOT = 0
 ROOT_NAME = "ROOT"
+# The node under a replay's scope where a CUDA graph's replayed kernels sit, each under the scopes
+# it was captured in (Proton's `GraphState::captureTag`).
+CAPTURED_AT = "<captured_at>"
 # The node GPU work for launch metadata and metric values runs under (Proton's
 # `COMPUTE_METADATA_SCOPE_NAME`), below the scope or launch it is for; the viewer hides it.
 METADATA_NODE = "__proton_launch_metadata"

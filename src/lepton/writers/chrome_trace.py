@@ -10,8 +10,11 @@ Lanes: `pid` 0; a CPU lane per thread (`tid` = thread lane, 0, 1, ...); a GPU la
 `200000 + 1000 * device + stream`). All `ts`/`dur` are microseconds relative to
 `baseTimeNanoseconds`, the earliest event (epoch ns), so the trace can be aligned with other tools.
 
+With the CPU scopes, a CUDA graph's replays get a lane per stream, `Graph: Stream N`, with the scopes
+the graph's kernels were captured in drawn at each replay (`writers.graph_lane`).
+
 A kernel is linked to the scope instance that launched it (same call path, launch time inside the
-scope) by a flow: the scope carries `"bind_id": n, "flow_out": true` and each of its kernels
+scope; a replayed kernel's is the replay's scope) by a flow: the scope carries `"bind_id": n, "flow_out": true` and each of its kernels
 `"bind_id": n, "flow_in": true` (Perfetto's flow-v2 fields, a few bytes per event instead of two
 extra flow events per kernel). Kernels launched outside every scope have no flow.
 
@@ -34,6 +37,7 @@ from ..model.profile import Profile
 from ..model.trace import TraceData
 from ..units import ns_to_us
 from . import instrumentation_trace
+from .graph_lane import GraphScope, graph_scopes, replay_scopes
 
 GPU_LANE_BASE = 200_000
 
@@ -52,8 +56,7 @@ def _fmt(value) -> str:
 
 def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray], scopes: list) -> np.ndarray:
     """For each kernel, the index in `scopes` of the scope event that launched it, or -1."""
-    parent = np.asarray(profile.paths.parent, dtype=np.int64)[kernels["pid"]] if len(kernels["pid"]) else \
-        np.zeros(0, np.int64)
+    parent = replay_scopes(profile.paths, kernels["pid"])
     owner = np.full(len(parent), -1, dtype=np.int64)
     by_path: dict[int, list[int]] = {}
     for i, ev in enumerate(scopes):
@@ -99,7 +102,7 @@ def _dumps(value) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _lane_names(data: TraceData, kernels: dict[str, np.ndarray]) -> list[str]:
+def _lane_names(data: TraceData, kernels: dict[str, np.ndarray], graphs: list[GraphScope]) -> list[str]:
     """The timeline's metadata events: the process, and a name and place for every lane."""
     events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Lepton"}})]
     for lane in sorted({ev.lane for ev in data.scopes}):
@@ -113,7 +116,17 @@ def _lane_names(data: TraceData, kernels: dict[str, np.ndarray]) -> list[str]:
         events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name", "args": {"name": label}}))
         events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
                               "args": {"sort_index": tid}}))
+    for lane in sorted({g.lane for g in graphs}):
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
+                              "args": {"name": f"Graph: Stream {lane % 1000}"}}))
     return events
+
+
+def _graph_scope_events(graphs: list[GraphScope], base: int, paths) -> list[str]:
+    """The scope events of the graph lanes (`writers.graph_lane`)."""
+    return [_dumps({"ph": "X", "cat": "scope", "name": paths.name[g.pid], "ts": round(ns_to_us(g.start_ns - base), 3),
+                    "dur": round(ns_to_us(g.end_ns - g.start_ns), 3), "pid": 0, "tid": g.lane,
+                    "args": {"call_stack": ["ROOT", *paths.names_of(g.pid)]}}) for g in graphs]
 
 
 def _events(profile: Profile) -> tuple[int | None, list[str]]:
@@ -134,7 +147,8 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
     base = min(starts)
     owner = _link_kernels_to_scopes(profile, kernels, scopes)
     linked_scopes = set(owner[owner >= 0].tolist())
-    events = _lane_names(data, kernels) if timeline else []
+    graphs = graph_scopes(paths, kernels) if timeline else []
+    events = _lane_names(data, kernels, graphs) if timeline else []
     name_json: dict[int, str] = {}
 
     def quoted(pid: int) -> str:
@@ -162,6 +176,7 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
         events.append(f'{{"ph":"X","cat":"scope","name":{quoted(sc.pid)},"ts":{ts},'
                       f'"dur":{dur},"pid":0,"tid":{sc.lane},'
                       f'"args":{{"scope_id":{sc.scope_id}}}{flow}}}')
+    events += _graph_scope_events(graphs, base, paths)
     order = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"]))
     pid_col = kernels["pid"][order].tolist()
     ts_col = _us_column(kernels["start_ns"][order] - base)

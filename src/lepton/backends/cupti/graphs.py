@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.paths import PathTable
+from ...model.paths import CAPTURED_AT, PathTable
 from ...model.records import UNKNOWN_LAUNCH_NS
 
-CAPTURED_AT = "<captured_at>"
 _UNKNOWN = (-1, UNKNOWN_LAUNCH_NS, None)
 
 
