@@ -124,6 +124,9 @@ def test_a_type_change_is_refused_at_the_call_and_nothing_is_recorded(torch_twin
     with pytest.raises(MetricTypeError, match="Vector metric size mismatch"), \
             proton.scope("v", metrics={"v": torch.tensor([1, 2, 3])}):
         pass
+    with pytest.raises(TypeError, match="Metric 'e' is an empty device tensor: give one with at least one"), \
+            proton.scope("e", metrics={"e": torch.tensor([])}):
+        pass
     assert proton.context.depth() == 0  # the refused scopes were never entered
     proton.finalize()
     flat = tree("t")

@@ -140,7 +140,11 @@ def check_metrics(metrics: dict) -> None:
         if not isinstance(raw, (str, MetricSpec)):
             raise TypeError(f"A metric name must be a string, not {type(raw).__name__} ({raw!r})")
         spec = parse_metric_name(raw)
-        coerce_metric_value(spec.name, device_placeholder(value) if is_device_tensor(value) else value, spec.kind)
+        if is_device_tensor(value):
+            if value.numel() == 0:
+                raise TypeError(f"Metric {spec.name!r} is an empty device tensor: give one with at least one element")
+            value = device_placeholder(value)
+        coerce_metric_value(spec.name, value, spec.kind)
 
 
 def type_name(value) -> str:
