@@ -31,7 +31,7 @@ def pack(kinds, kernel: dict | None = None, api: dict | None = None,
     """One buffer holding records of `kinds` in that order.
 
     The i-th kernel record (kind 3 or 10) takes the i-th value of every array in `kernel` (keys:
-    `start, end, device_id, stream_id, correlation_id, name, graph_node_id, queued, grid_x,
+    `start, end, device_id, stream_id, correlation_id, name, graph_node_id, graph_id, queued, grid_x,
     block_x, grid_id`); likewise `api` (`start, end, correlation_id, cbid, thread_id`) for kinds 4/5/48. Any
     other kind gets a record of `sizes[kind]` bytes holding only its kind (what the parser must step
     over). Missing fields are 0.
@@ -66,6 +66,7 @@ def pack(kinds, kernel: dict | None = None, api: dict | None = None,
         put(u32, ko, K.correlation_id, kernel.get("correlation_id"), 4)
         put(u64, ko, K.name, kernel.get("name"), 8)
         put(u64, ko, K.graph_node_id, kernel.get("graph_node_id"), 8)
+        put(u32, ko, K.graph_id, kernel.get("graph_id"), 4)
         put(u64, ko, K.queued, kernel.get("queued"), 8)
         put(u32, ko, K.grid_x, kernel.get("grid_x", np.full(n, 4)), 4)
         put(u32, ko, _GRID_Y, np.ones(n, np.uint32), 4)

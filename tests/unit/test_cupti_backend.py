@@ -584,6 +584,63 @@ def test_graph_callbacks_carry_capture_scopes_to_replayed_kernels(fake_cupti, mo
         assert k["metrics"]["count"] == 1
 
 
+def _node_created(node: int, node_type: int = 0) -> None:
+    gd = _GraphData(node=node, node_type=node_type)
+    rd = _ResourceData(descriptor=ctypes.pointer(gd))
+    cupti_backend._resource_callback(None, layout.CB_DOMAIN_RESOURCE, layout.CBID_RESOURCE_GRAPHNODE_CREATED,
+                                     ctypes.addressof(rd))
+
+
+def test_a_node_captured_while_its_session_was_deactivated_is_not_counted_at_replay(fake_cupti):
+    """Proton's test_cudagraph_deactivate: `deactivate` during the capture leaves what is captured
+    meanwhile out of that session's replays; a session started after the capture counts them."""
+    sid = proton.start("prof", backend="cupti")
+    cupti = fake_cupti["cupti"]
+    with proton.scope("scope_a"):
+        _node_created(5)
+    proton.deactivate(sid)
+    with proton.scope("scope_b"):
+        _node_created(6)
+    proton.activate(sid)
+    late = proton.start("late", backend="cupti")
+    with proton.scope("test0"):
+        cupti.launch(0x7F00_0000_1000, graph_nodes=[1005, 1006])
+    proton.finalize()
+    for name, expected in (("prof", {"scope_a"}), ("late", {"scope_a", "scope_b"})):
+        root, _ = hatchet(f"{name}.hatchet")
+        captured = child(child(root, "test0"), "<captured_at>")
+        assert {c["frame"]["name"] for c in captured["children"]} == expected, name
+    assert late == sid + 1
+
+
+def test_the_node_of_a_hooked_launch_takes_its_op_and_lepton_own_nodes_their_tag(fake_cupti):
+    """The graph node made right after the launch hook's one-shot pair is that launch's: it takes
+    the op, as the launch's kernel record would; the next node takes the scope again. A node made
+    inside `launching_as(path, tag)` takes the path, and the first one the tag."""
+    from lepton.runtime.hot_path import HOT_PATH
+
+    proton.start("prof", backend="cupti")
+    with proton.scope("s"):
+        t = HOT_PATH.thread()
+        op = HOT_PATH.paths.op(HOT_PATH.current(), "foo_test")
+        HOT_PATH.mark_next_launch(t, op)
+        _node_created(1)
+        _node_created(2)
+        tag = object()
+        metric = HOT_PATH.paths.op(HOT_PATH.current(), "<metric>")
+        with HOT_PATH.launching_as(metric, tag):
+            _node_created(7, node_type=2)  # a memset node first: it takes neither path nor tag
+            _node_created(3)
+            _node_created(4)
+        _node_created(5)
+    proton.finalize()
+    paths, _, tags = cupti_backend.GRAPH_NODES.nodes(np.array([1001, 1002, 1003, 1004, 1005]))
+    s = HOT_PATH.paths.child(0, "s")
+    assert paths.tolist() == [op, s, metric, metric, s]
+    assert [x is tag for x in tags] == [False, False, True, False, False]
+    assert cupti_backend.GRAPH_NODES.nodes(np.array([1007]))[0].tolist() == [-1]
+
+
 def test_buffers_are_zeroed_before_reuse(monkeypatch):
     """CUPTI is told (ATTR_ZEROED_OUT_ACTIVITY_BUFFER) that buffers come zeroed."""
     monkeypatch.setattr(cupti_backend._Shared, "pool", [])

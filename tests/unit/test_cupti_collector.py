@@ -463,3 +463,88 @@ def test_python_context_stacks_reach_every_kernel_of_their_launch_and_no_other()
 
 def python_parents(sink) -> list[str]:
     return ["/".join(sink.paths.names_of(int(p))) for b in sink.batches for p in b.python_parent_path]
+
+
+def _replays_of(sink, graphs, captured: dict[int, tuple], replays=(("replay0", 20), ("replay1", 21))):
+    """Buffers of two replays of a graph whose nodes `captured` (node id -> (capture path, time,
+    tag)) were made while profiling, processed: `(collector, stderr lines)` with the batches in
+    `sink`."""
+    for node, (path, t, tag) in captured.items():
+        graphs.created(node, path, t, tag)
+    kinds, kernel, api, marks = empty()
+    pending = []
+    for scope, corr in replays:
+        pending += launch(kinds, kernel, api, marks, corr=corr, path=sink.paths.extend(0, [scope]),
+                          t=corr * 1000, api_kind=DRV, graph_nodes=list(captured))
+    for i, p in enumerate(pending):
+        p["start"] += i  # one after another, in node order
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at, graphs=graphs, clock=ClockMap.offset(1_000_000))
+    col.add_buffer(buf, len(buf))
+    col.process(flush=True)
+    return col
+
+
+def test_graph_kernels_carry_their_capture_time_and_lepton_own_captured_kernels_are_dropped():
+    """A node captured on `INTERNAL` (a tensor metric's bookkeeping) is in no profile; the others
+    carry when they were captured, on the host clock, for the sessions' activity then."""
+    from lepton.model.paths import INTERNAL
+
+    sink, graphs = Sink(), GraphNodePaths()
+    it = sink.paths.extend(0, ["iter"])
+    _replays_of(sink, graphs, {7: (it, 500, None), 8: (INTERNAL, 600, None)})
+    assert [r[:2] for r in sink.rows()] == [("replay0/<captured_at>/iter", "add_kernel"),
+                                            ("replay1/<captured_at>/iter", "add_kernel")]
+    assert [b.capture_ns.tolist() for b in sink.batches] == [[1_000_500, 1_000_500]]
+
+
+def test_a_kernel_captured_under_a_launch_op_is_that_op_at_each_replay():
+    """The launch hook's op is the kernel's node (`foo_test`, not `foo_test/add_kernel`), also
+    replayed: Proton's `<captured_at>/foo_test` with a count."""
+    sink, graphs = Sink(), GraphNodePaths()
+    op = sink.paths.op(0, "foo_test")
+    _replays_of(sink, graphs, {7: (op, 500, None)})
+    (batch,) = sink.batches
+    parents = batch.parent_path.tolist()
+    assert [sink.paths.names_of(p) for p in parents] == [["replay0", "<captured_at>", "foo_test"],
+                                                         ["replay1", "<captured_at>", "foo_test"]]
+    assert all(p in sink.paths.ops for p in parents)
+
+
+def test_the_kernels_of_captured_metrics_announce_each_replay_in_order_with_its_node():
+    """A `<metric>` node tagged with its metric: each replay's record gives (row, metric, the node
+    the metric goes to at that replay), in the order the replays ran."""
+    sink, graphs = Sink(), GraphNodePaths()
+    scope = sink.paths.extend(0, ["scope_b"])
+    metric_op = sink.paths.op(scope, "<metric>")
+    tag = type("Tag", (), {"target_path": scope})()
+    _replays_of(sink, graphs, {7: (scope, 500, None), 9: (metric_op, 510, tag)},
+                replays=(("r0", 20), ("r1", 21)))
+    (batch,) = sink.batches
+    announced = [(sink.paths.names_of(int(batch.parent_path[row])), t is tag, sink.paths.names_of(node))
+                 for row, t, node in batch.replayed_metrics]
+    assert announced == [(["r0", "<captured_at>", "scope_b", "<metric>"], True, ["r0", "<captured_at>", "scope_b"]),
+                         (["r1", "<captured_at>", "scope_b", "<metric>"], True, ["r1", "<captured_at>", "scope_b"])]
+
+
+def test_a_graph_captured_before_profiling_is_reported_once(capfd):
+    sink, graphs = Sink(), GraphNodePaths()
+    kinds, kernel, api, marks = empty()
+    pending = []
+    for corr in (5, 6):
+        pending += launch(kinds, kernel, api, marks, corr=corr, path=sink.paths.extend(0, ["replay"]),
+                          t=corr * 1000, graph_nodes=[77, 78])
+    for p in pending:
+        p["graph_id"] = 3
+    add_kernels(kinds, kernel, pending)
+    buf = synthetic.pack(kinds, kernel, api)
+    col = Collector(sink, NAMES.__getitem__, marks.paths_at, graphs=graphs)
+    col.add_buffer(buf, len(buf))
+    col.process(flush=True)
+    col.add_buffer(buf.copy(), len(buf))
+    col.process(flush=True)
+    err = capfd.readouterr().err
+    assert err.count("Cannot find graph for graphExecId: 3") == 1
+    assert "start profiling before the graph is created" in err
+    assert {r[0] for r in sink.rows()} == {"replay"}

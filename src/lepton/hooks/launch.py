@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from numbers import Number
 
-from ..model.metrics import to_python_value
+from ..model.metrics import is_device_tensor, to_python_value
 from ..runtime.hot_path import HOT_PATH
 from ..runtime.registry import REGISTRY
 from ..states import COMPUTE_METADATA_SCOPE_NAME
@@ -201,6 +201,9 @@ class LaunchHook(Hook):
                 return
             op, count = launch
             kernel.last = (types, dict(returned), op, count)
+        if count is not None and hp.tensor_metrics.capturing():  # its metrics go to each replay
+            self._finish_slowly(hp, t, metadata.data, returned, previous, None, None)
+            return
         hp.launch_next_in(t, previous, op, top)
         if count is not None:
             count()
@@ -240,8 +243,9 @@ class LaunchHook(Hook):
         except BaseException:
             hp.exit_metadata_state(t, previous)
             raise
-        op, counters = hp.op_after_metadata_state(t, previous, name, metrics, props)
-        if plain and key is not None and kernel is not None and len(hp.hooked_launches) < _PARSED_MAX:
+        op, counters = hp.op_after_metadata_state(t, previous, name, metrics, props, _METADATA_STATE)
+        if plain and key is not None and kernel is not None and counters is not None and \
+                len(hp.hooked_launches) < _PARSED_MAX:
             count = _counting(counters)
             hp.hooked_launches[(kernel.scope, *key)] = (op, count)
             kernel.last = (list(key[2]), dict(returned), op, count)  # key[2]: the value types
@@ -265,7 +269,8 @@ class LaunchHook(Hook):
             if t is not str and value is not None:
                 plain = False
             if name not in _RESERVED_KEYS and _is_metric_value(value):
-                value = to_python_value(value)  # tensors, numpy values: plain numbers now
+                if not is_device_tensor(value):  # a device tensor is never read here (`tensor_metrics`)
+                    value = to_python_value(value)  # host tensors, numpy values: plain numbers now
                 metrics.append((name, tuple(value) if isinstance(value, list) else value))
         parsed = (str(values.get("name", raw_name)), tuple(metrics), plain)
         if plain and key is not None and len(self._parsed) < _PARSED_MAX:

@@ -75,6 +75,21 @@ def _parse(raw: str) -> MetricSpec:
     return MetricSpec(name, kind)
 
 
+def is_device_tensor(value) -> bool:
+    """Whether `value` is a tensor on a device (not the host): its value is read at a flush, never
+    at the call (reading it would wait for the device). Duck-typed: torch's `data_ptr` and
+    `device.type`, as Proton tells them apart."""
+    return hasattr(value, "data_ptr") and getattr(getattr(value, "device", None), "type", "cpu") != "cpu"
+
+
+def device_placeholder(value):
+    """A device tensor's type as a Python value, zero: what its metric is checked and created with
+    at the call (Proton's rule: floating -> double, else int64; more than one element -> a vector)."""
+    zero = 0.0 if value.is_floating_point() else 0
+    n = value.numel()
+    return [zero] * n if n > 1 else zero
+
+
 def to_python_value(value):
     """Tensors and numpy values -> int, float or list; anything else is returned as is."""
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
@@ -128,6 +143,10 @@ def check_metrics(metrics: dict) -> None:
         if not isinstance(raw, (str, MetricSpec)):
             raise TypeError(f"A metric name must be a string, not {type(raw).__name__} ({raw!r})")
         spec = parse_metric_name(raw)
+        if is_device_tensor(value):
+            if value.numel() == 0:
+                raise TypeError(f"Metric {spec.name!r} is an empty device tensor: give one with at least one element")
+            value = device_placeholder(value)
         coerce_metric_value(spec.name, value, spec.kind)
 
 

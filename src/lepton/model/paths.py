@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import threading
 
+from .hatchet_names import LAUNCH_METADATA_SCOPE
+
 ROOT = 0
 ROOT_NAME = "ROOT"
+# The node under a replay's scope where a CUDA graph's replayed kernels sit, each under the scopes
+# it was captured in (Proton's `GraphState::captureTag`).
+CAPTURED_AT = "<captured_at>"
+# The node GPU work for launch metadata and metric values runs under (Proton's
+# `COMPUTE_METADATA_SCOPE_NAME`), below the scope or launch it is for; the viewer hides it.
+METADATA_NODE = LAUNCH_METADATA_SCOPE
 # Not a path: a thread marks it while Lepton itself launches GPU work (`HotPath.internal`); the CUPTI
 # collector drops the kernels launched there, which no profile must show. Far above any path id,
 # never negative (negative marks are one-shot pairs).

@@ -45,6 +45,12 @@ class KernelBatch:
     launch_metrics: dict[int, dict[str, object]] = field(default_factory=dict)
     # For python-context sessions, when it differs: the parent by the Python stack of the launch.
     python_parent_path: np.ndarray | None = None  # int64
+    # When each CUDA graph kernel's node was captured (UNKNOWN_LAUNCH_NS: not a graph kernel, or
+    # captured before profiling): a session inactive then does not count its replays.
+    capture_ns: np.ndarray | None = None  # int64
+    # The kernels of metrics captured into a graph (`runtime.graph_metrics`), in the order the
+    # replays ran: `(row, metric, node)`, the node being where the replay puts the metric.
+    replayed_metrics: list[tuple[int, Any, int]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -109,7 +115,13 @@ class KernelSink(Protocol):
     def report_dropped(self, count: int, reason: str) -> None: ...
 
     def current_path(self) -> int:
-        """The calling thread's current call-path id (for callbacks that run on that thread)."""
+        """The call-path id of the launch the calling thread is making (for callbacks that run on
+        that thread, inside the launch call: a graph node being captured)."""
+        ...
+
+    def take_graph_tag(self) -> Any:
+        """The tag Lepton gave the graph node the calling thread is capturing (its own kernel's:
+        `runtime.graph_metrics`), or None; taken, so that the launch's later nodes have none."""
         ...
 
     def internal(self) -> AbstractContextManager[None]:

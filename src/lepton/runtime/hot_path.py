@@ -33,10 +33,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..model.metrics import check_metrics
-from ..model.paths import INTERNAL, ROOT, PathTable
+from ..model.paths import INTERNAL, METADATA_NODE, ROOT, PathTable
 from ..model.timeline import ThreadTimelines
 from ..model.trace import ScopeEvent
 from .python_stacks import enter_python_scope, exit_python_scope, python_path
+from .tensor_metrics import TensorMetrics, split
 
 
 def append_mark(marks: list[int], now: int, path: int) -> None:
@@ -57,7 +58,7 @@ class ThreadState:
     hot paths touch several of its fields, and a field of a `threading.local` costs a per-thread
     dict lookup each time."""
 
-    __slots__ = ("in_metadata", "lane", "launch_op", "marks", "stack", "state")
+    __slots__ = ("graph_tag", "in_metadata", "lane", "launch_op", "marks", "stack", "state")
 
     def __init__(self, stack: list[int], marks: list[int], lane: int) -> None:
         self.stack = stack
@@ -68,6 +69,8 @@ class ThreadState:
         # The op the launch hook made for the launch in progress, for the instrumentation hook,
         # which runs after it on the same launch (`HotPath.take_launch_op`); -1: none.
         self.launch_op = -1
+        # What the next graph node this thread captures is tagged with (`HotPath.launching_as`).
+        self.graph_tag = None
 
 
 _ENDED_KEPT = 8  # resets whose open scopes may still exit (`ThreadStates.close_ended`)
@@ -159,6 +162,7 @@ class HotPath:
 
         self.scope_ids = itertools.count(1)
         self._ops: dict[tuple[int, str], int] = {}
+        self.tensor_metrics = TensorMetrics()  # device tensor values and metrics in graph captures
         self.set_sessions(False, (), None)
 
     # -- views ----------------------------------------------------------------------------------
@@ -195,6 +199,7 @@ class HotPath:
         self.threads.reset()
         self.python_timeline.reset()
         self._python_marks = threading.local()
+        self.tensor_metrics.reset()
 
     # -- marks ----------------------------------------------------------------------------------
     def mark(self, t: ThreadState, path_id: int) -> None:
@@ -233,6 +238,48 @@ class HotPath:
             yield
         finally:
             self.remark(t)
+
+    @contextlib.contextmanager
+    def launching_as(self, path: int, graph_tag=None):
+        """Lepton's own launches on the calling thread (a tensor metric's copies): they land on
+        `path` (a metadata node, `INTERNAL`, in no profile, or a `<metric>` op), both by the
+        thread's marks and as the graph nodes a capture makes meanwhile, the first of which takes
+        `graph_tag` (`take_graph_tag`). The thread's scopes and state are as they were afterwards."""
+        t = self.thread()
+        saved = t.state, t.graph_tag
+        t.state, t.graph_tag = None, graph_tag
+        t.stack.append(path)
+        self.mark(t, path)
+        try:
+            yield
+        finally:
+            t.stack.pop()
+            t.state, t.graph_tag = saved
+            self.remark(t)
+
+    def launch_path(self) -> int:
+        """The path of the launch the calling thread is making, for a graph node it captures: the op
+        of a one-shot pair marked right before it (the launch hook's), which this launch takes as
+        its kernel record would (a mark after it tells the next launch so), else the thread's
+        current path."""
+        t = self.thread()
+        marks = t.marks
+        if len(marks) >= 4 and marks[-3] < 0 and marks[-4] == marks[-2]:
+            op, path = ~marks[-3], marks[-1]
+            clock = self.mark_clock
+            if clock is not None:
+                marks.extend((clock(), path))
+            return op
+        return self.threads.effective(t, t.stack[-1])
+
+    def take_graph_tag(self):
+        """The tag of the graph node the calling thread's capture is making (None: no tag); the
+        backend's graph callback takes it, so that later nodes of the same launch have none."""
+        t = getattr(self.threads.local, "thread", None)
+        if t is None:
+            return None
+        tag, t.graph_tag = t.graph_tag, None
+        return tag
 
     def mark_triton_launch_stack(self, stack_path: int) -> None:
         """The calling thread's next Triton launch has the Python stack `stack_path` (python
@@ -318,15 +365,34 @@ class HotPath:
 
     def add_metrics(self, pid: int, metrics: dict) -> None:
         """Adds user metrics to the scope `pid` (stack path) in every active session; a metric that
-        cannot be recorded raises before any is."""
+        cannot be recorded raises before any is. Device tensors are not read here
+        (`tensor_metrics`), and inside a CUDA graph capture every metric is recorded at each
+        replay of the graph instead."""
         active = self.active
         if not active:
             return
         check_metrics(metrics)
         eff = self.threads.effective(self.threads.thread(), pid)
+        if self.tensor_metrics.capturing():
+            self.tensor_metrics.graphs.capture(self, eff, eff, metrics)
+            return
+        host, device = split(metrics)
         py = python_path(self.paths) if self.python_sessions else None
         for s in active:
-            s.add_metrics(py if s.context == "python" else eff, metrics)
+            s.add_metrics(py if s.context == "python" else eff, host)
+        if device:
+            self._add_device_metrics(active, eff, py, device, self.paths.child(eff, METADATA_NODE))
+
+    def _add_device_metrics(self, sessions, eff: int, py: int | None, device: dict, under: int) -> None:
+        """Sums device tensors into each tree session's node on the device (the sessions already
+        hold the metrics, with zero values of their types). The kernels that do it land under
+        `under`, the metadata node, where Proton's copies of metric tensors land."""
+        sums = self.tensor_metrics.sums
+        with self.launching_as(under):
+            for s in sessions:
+                if s.data_kind == "tree":
+                    for raw, value in device.items():
+                        sums.add(s, s.current, py if s.context == "python" else eff, raw, value)
 
     def record_scope_event(self, pid: int, start_ns: int, end_ns: int, scope_id: int,
                            metrics: dict | None) -> None:
@@ -382,20 +448,24 @@ class HotPath:
             t.marks.extend((now, ~op, now, top))
 
     def op_after_metadata_state(self, t: ThreadState, previous, name: str, metrics: tuple | None = None,
-                                properties: dict | None = None) -> tuple[int, tuple]:
+                                properties: dict | None = None,
+                                metrics_under: tuple[str, ...] = ()) -> tuple[int, tuple | None]:
         """Leaves the metadata state and makes the launch's op node `name` under the thread's
         path; the next launch lands on it. The op gets the launch's metrics (`((name, value),
-        ...)`); returns `(op, counters)`: `next()` on each counter counts a repeat of this launch
-        (same op, same metrics) in an active session."""
+        ...)`; device tensors are summed on the device, and inside a CUDA graph capture every
+        metric is recorded at each replay, its `<metric>` kernel's node under `metrics_under`);
+        returns `(op, counters)`: `next()` on each counter counts a repeat of this launch (same op,
+        same metrics) in an active session. `counters` is None where the metrics were captured
+        into a graph: such a launch must not be counted as a repeat."""
         t.state = previous
         try:
-            return self._enter_op(t, name, metrics, properties)
+            return self._enter_op(t, name, metrics, properties, metrics_under)
         except BaseException:  # e.g. a metric whose type changed: the thread leaves the state
             self.remark(t)
             raise
 
     def _enter_op(self, t: ThreadState, name: str, metrics: tuple | None,
-                  properties: dict | None) -> tuple[int, tuple]:
+                  properties: dict | None, metrics_under: tuple[str, ...] = ()) -> tuple[int, tuple | None]:
         base = python_path(self.paths) if self.python_sessions else self.threads.effective(t, t.stack[-1])
         entered = self.entered_ops  # read before the scope sets (see `enter`)
         op = entered.get((base, name))
@@ -408,8 +478,7 @@ class HotPath:
             entered[(base, name)] = op
         counters = ()
         if metrics:
-            key = (op, metrics)
-            counters = tuple(s.launch_counter(key) for s in self.active)
+            counters = self._op_metrics(op, base, metrics, metrics_under)
         if properties and op not in self.ops_with_properties:
             done = self.ops_with_properties
             for s in self.active:
@@ -418,6 +487,24 @@ class HotPath:
         self.mark_next_launch(t, op)
         t.launch_op = op
         return op, counters
+
+    def _op_metrics(self, op: int, base: int, metrics: tuple, metrics_under: tuple[str, ...]) -> tuple | None:
+        """Records a hooked launch's metrics on its op (see `op_after_metadata_state`), before the
+        op is marked as the thread's next launch: the copies of tensor metrics launch first."""
+        if self.tensor_metrics.capturing():
+            self.tensor_metrics.graphs.capture(self, op, self.paths.extend(base, metrics_under), dict(metrics))
+            return None
+        host, device = split(dict(metrics))
+        counters = ()
+        if device:  # a launch with tensors is never a repeat: each value is its own
+            check_metrics(host)
+            for s in self.active:
+                s.add_metrics(op, host)
+            self._add_device_metrics(self.active, op, op, device, self.paths.extend(base, metrics_under))
+        elif host:
+            key = (op, metrics)
+            counters = tuple(s.launch_counter(key) for s in self.active)
+        return counters
 
     def take_launch_op(self) -> int:
         """The op node the launch hook made for the calling thread's launch in progress, or -1,

@@ -39,7 +39,10 @@ class _BackendSink:
         self.backend = backend
         self.paths = registry.hot_path.paths
         self.timeline = registry.hot_path.timeline  # its clock is set at start to the launch records'
-        self.current_path = registry.hot_path.current  # the calling thread's path (scopes and state)
+        # The path of the calling thread's launch (scopes, state, the launch hook's op), and the tag
+        # of Lepton's own graph node it is capturing, if any: for the graph nodes a capture makes.
+        self.current_path = registry.hot_path.launch_path
+        self.take_graph_tag = registry.hot_path.take_graph_tag
         self.internal = registry.hot_path.internal  # Lepton's own GPU work: in no profile
 
     def ingest(self, batch: KernelBatch) -> None:
@@ -248,6 +251,8 @@ class SessionRegistry:
         staying = {id(s.backend) for s in self.sessions.values() if s not in sessions}
         for b in {id(s.backend): s.backend for s in sessions}.values():
             b.flush(last=ending and id(b) not in staying)
+        # The device values gathered so far: every kernel that writes them has been recorded.
+        self.hot_path.tensor_metrics.drain(list(self.sessions.values()))
         for s in sessions:
             self._write_completed(s, s.mark_flushed())
 
@@ -383,6 +388,9 @@ class SessionRegistry:
         sessions = [s for s in list(self.sessions.values()) if s.backend is backend]
         if not sessions or not len(batch):
             return
+        # Every replay of a captured metric's kernel is numbered, counted by a session or not.
+        replayed = self.hot_path.tensor_metrics.graphs.announce(batch.replayed_metrics) \
+            if batch.replayed_metrics else []
         by_parents: dict[int, tuple] = {}  # python-context sessions may see other parents
         for s in sessions:
             view = batch
@@ -391,7 +399,7 @@ class SessionRegistry:
             paths_of = by_parents.get(id(view.parent_path))
             if paths_of is None:
                 paths_of = by_parents[id(view.parent_path)] = (view, *kernel_paths(self.hot_path.paths, view))
-            self._write_completed(s, s.ingest(*paths_of))
+            self._write_completed(s, s.ingest(*paths_of, replayed))
 
     def ingest_cycles(self, backend: Backend, launches: list[CycleLaunch], launch_ns: list[int]) -> None:
         """Decoded launches of instrumented kernels, to every session of `backend` that was active

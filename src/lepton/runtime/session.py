@@ -107,6 +107,9 @@ class Session:
         self._times: list[int] = []
         self._active_log: list[bool] = []
         self._phase_log: list[int] = []
+        # Replays of metrics captured into CUDA graphs that this session counted, whose values a
+        # flush reads: `(phase data, node, metric, ticket)` (`runtime.graph_metrics`).
+        self._replayed: list[tuple] = []
         self._lock = threading.Lock()
 
     def _new_data(self) -> PhaseData:
@@ -206,6 +209,18 @@ class Session:
         with self._lock:
             self.current.add_metrics(pid, metrics)
 
+    def add_metrics_to(self, data: PhaseData, pid: int, metrics: dict) -> None:
+        """Adds metrics to a phase that may no longer be the current one: device values read at a
+        flush, for the phase they were given in."""
+        with self._lock:
+            data.add_metrics(pid, metrics)
+
+    def take_replayed(self) -> list[tuple]:
+        """The graph metric replays counted since the last call (see `_replayed`)."""
+        with self._lock:
+            replayed, self._replayed = self._replayed, []
+            return replayed
+
     def launch_counter(self, key: tuple) -> itertools.count:
         """One hooked launch with metrics `key = (op, ((name, value), ...))`; returns the counter
         the launch hook advances (`next`) for each later launch of that kind. The first of a kind
@@ -255,9 +270,21 @@ class Session:
         phase = np.asarray(self._phase_log, dtype=np.int64)[idx]
         return active, phase
 
-    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray,
-               inverse: np.ndarray) -> list[tuple[int, PhaseData, bool]]:
-        """Adds the batch's kernels launched while this session was active, each to its phase.
+    def _captured_inactive(self, capture_ns: np.ndarray | None) -> np.ndarray | np.bool_:
+        """Per kernel: whether it is a CUDA graph's, captured while this session existed but was
+        inactive (`deactivate` during the capture): its replays are not counted, as in Proton."""
+        if capture_ns is None:
+            return np.False_
+        known = capture_ns != UNKNOWN_LAUNCH_NS
+        times = np.asarray(self._times, dtype=np.int64)
+        idx = np.searchsorted(times, capture_ns, side="right") - 1
+        existed = known & (idx >= 0)
+        return existed & ~np.asarray(self._active_log, dtype=bool)[np.maximum(idx, 0)]
+
+    def ingest(self, batch: KernelBatch, kernel_pids: np.ndarray, inverse: np.ndarray,
+               replayed: list[tuple] = ()) -> list[tuple[int, PhaseData, bool]]:
+        """Adds the batch's kernels launched while this session was active, each to its phase;
+        `replayed`: its graph metric kernels, `(row, metric, ticket, node)` (`runtime.graph_metrics`).
         A kernel of a later phase completes the phases before it, as a CUPTI buffer does in Proton
         (records arrive in launch order but for kernels that overlap); returns what periodic
         flushing writes now (`complete_through`)."""
@@ -265,6 +292,7 @@ class Session:
             if not self._times:
                 return []
             active, phase = self._launch_state(batch.launch_ns)
+            active &= ~self._captured_inactive(batch.capture_ns)
             if not active.any():
                 return []
             phases = [self._phase_log[0]] if len(set(self._phase_log)) == 1 else np.unique(phase[active]).tolist()
@@ -278,6 +306,9 @@ class Session:
                 data.add_kernel_batch(batch, kernel_pids, inverse, sel)
                 if batch.launch_metrics and batch.correlation_id is not None:
                     data.add_launch_metrics(_launch_metrics(batch, sel, kernel_pids[inverse]))
+                if self.data_kind == "tree":
+                    self._replayed += [(data, node, metric, ticket) for row, metric, ticket, node in replayed
+                                       if sel[row]]
             if max(phases) - 1 > self.complete_up_to:
                 return self.complete_through(max(phases) - 1)
             return []

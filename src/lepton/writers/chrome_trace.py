@@ -19,6 +19,9 @@ Lanes: `pid` 0; a CPU lane per thread (`tid` = thread lane, 0, 1, ...); a GPU la
 `200000 + 1000 * device + stream`). All `ts`/`dur` are microseconds relative to
 `baseTimeNanoseconds`, the earliest event (epoch ns), so the trace can be aligned with other tools.
 
+A CUDA graph's replays get a lane per stream, `Graph: Stream N`, with the scopes the graph's
+kernels were captured in drawn at each replay (`writers.graph_lane`).
+
 A trace of instrumented kernels (`TraceData.cycle_launches`) is Proton's per-warp instrumentation
 trace instead: see `writers.instrumentation_trace`.
 
@@ -38,6 +41,7 @@ from ..model.profile import Profile
 from ..model.trace import TraceData
 from ..units import ns_to_us
 from . import instrumentation_trace
+from .graph_lane import GraphScope, graph_scopes, replay_scopes
 
 GPU_LANE_BASE = 200_000
 
@@ -65,8 +69,7 @@ def metric_texts(metrics: dict) -> dict[str, str]:
 
 def _link_kernels_to_scopes(profile: Profile, kernels: dict[str, np.ndarray], scopes: list) -> np.ndarray:
     """For each kernel, the index in `scopes` of the scope event that launched it, or -1."""
-    parent = np.asarray(profile.paths.parent, dtype=np.int64)[kernels["pid"]] if len(kernels["pid"]) else \
-        np.zeros(0, np.int64)
+    parent = replay_scopes(profile.paths, kernels["pid"])
     owner = np.full(len(parent), -1, dtype=np.int64)
     by_path: dict[int, list[int]] = {}
     for i, ev in enumerate(scopes):
@@ -112,7 +115,7 @@ def _dumps(value) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _lane_names(data: TraceData, kernels: dict[str, np.ndarray]) -> list[str]:
+def _lane_names(data: TraceData, kernels: dict[str, np.ndarray], graphs: list[GraphScope]) -> list[str]:
     """The metadata events: the process, and a name and a place for every lane."""
     events = [_dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_name", "args": {"name": "Trace"}}),
               _dumps({"ph": "M", "pid": 0, "tid": 0, "name": "process_sort_index",
@@ -126,6 +129,9 @@ def _lane_names(data: TraceData, kernels: dict[str, np.ndarray]) -> list[str]:
                               "args": {"name": label}}))
         events.append(_dumps({"ph": "M", "pid": 0, "tid": tid, "name": "thread_sort_index",
                               "args": {"sort_index": tid}}))
+    for lane in sorted({g.lane for g in graphs}):
+        events.append(_dumps({"ph": "M", "pid": 0, "tid": lane, "name": "thread_name",
+                              "args": {"name": f"Graph: Stream {lane % 1000}"}}))
     return events
 
 
@@ -184,6 +190,13 @@ def _flow_events(scopes: list, owner: list[int], scope_ts: dict[int, str], kerne
     return events
 
 
+def _graph_scope_events(graphs: list[GraphScope], base: int, paths) -> list[str]:
+    """The scope events of the graph lanes (`writers.graph_lane`)."""
+    return [_dumps({"ph": "X", "cat": "scope", "name": paths.name[g.pid], "ts": round(ns_to_us(g.start_ns - base), 3),
+                    "dur": round(ns_to_us(g.end_ns - g.start_ns), 3), "pid": 0, "tid": g.lane,
+                    "args": {"call_stack": ["ROOT", *paths.names_of(g.pid)]}}) for g in graphs]
+
+
 def _events(profile: Profile) -> tuple[int | None, list[str]]:
     """`(base time, events as JSON texts)`. A trace has a scope or kernel event per instance (10^5
     and more), so those are written from templates; the text is what `json.dumps` writes for the
@@ -200,9 +213,11 @@ def _events(profile: Profile) -> tuple[int | None, list[str]]:
     base = min(starts)
     names = _Names(profile.paths)
     has_kernels = len(kernels["pid"]) > 0
-    events = _lane_names(data, kernels) if profile.timeline and has_kernels else []
+    graphs = graph_scopes(profile.paths, kernels) if profile.timeline else []
+    events = _lane_names(data, kernels, graphs) if profile.timeline and has_kernels else []
     order = sorted(range(len(scopes)), key=lambda j: (scopes[j].lane, scopes[j].start_ns))
     events += _scope_events(scopes, order, base, names)
+    events += _graph_scope_events(graphs, base, profile.paths)
     rows = np.lexsort((kernels["start_ns"], kernels["stream_id"], kernels["device_id"]))
     ts_col = _us_column(kernels["start_ns"][rows] - base)
     dur_col = _us_column(kernels["end_ns"][rows] - kernels["start_ns"][rows])

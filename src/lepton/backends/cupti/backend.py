@@ -231,6 +231,7 @@ class CuptiBackend(Backend):
         self._subscriber: int | None = None
         self._masked: tuple[list[int], list[int]] = ([], [])
         self._current_path: Callable[[], int] = lambda: 0
+        self._take_graph_tag: Callable[[], object] = lambda: None
         self.python_context = False
         self._watched: set[tuple[int, int]] = set()  # (domain, cbid) of the launch callbacks on
         self._python_watch: set[tuple[int, int]] = set()  # ... for the python context
@@ -256,6 +257,7 @@ class CuptiBackend(Backend):
                           "kernels of CUDA graphs are attributed to the scope of their replay only "
                           "(not to the scopes they were captured in)", RuntimeWarning, stacklevel=2)
         self._current_path = self.sink.current_path
+        self._take_graph_tag = getattr(self.sink, "take_graph_tag", lambda: None)
         try:
             if self._subscriber is not None:
                 self.graph_capture_scopes = True
@@ -450,13 +452,17 @@ class CuptiBackend(Backend):
 
     def _graph_callback(self, cbid: int, cbdata: int) -> None:
         """A RESOURCE callback: GRAPHNODE_CREATED runs on the thread that adds the node (the
-        capturing thread during stream capture), GRAPHNODE_CLONED at graph instantiation."""
+        capturing thread during stream capture, inside the launch call), GRAPHNODE_CLONED at graph
+        instantiation."""
         graph_data = ctypes.c_void_p.from_address(cbdata + layout.ResourceData.resource_descriptor).value
         if not graph_data:
             return
         node = ctypes.c_void_p.from_address(graph_data + layout.GraphData.node).value
+        if ctypes.c_uint32.from_address(graph_data + layout.GraphData.node_type).value != layout.GRAPH_NODE_TYPE_KERNEL:
+            return  # a copy or memset: no kernel record, and it must not take a kernel's op or tag
         if cbid == layout.CBID_RESOURCE_GRAPHNODE_CREATED:
-            GRAPH_NODES.created(self.cupti.graph_node_id(node), self._current_path())
+            GRAPH_NODES.created(self.cupti.graph_node_id(node), self._current_path(), _Shared.clock(),
+                                self._take_graph_tag())
         elif cbid == layout.CBID_RESOURCE_GRAPHNODE_CLONED:
             original = ctypes.c_void_p.from_address(graph_data + layout.GraphData.original_node).value
             GRAPH_NODES.cloned(self.cupti.graph_node_id(original), self.cupti.graph_node_id(node))

@@ -19,6 +19,7 @@ stays in flight.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 from collections.abc import Callable
 
@@ -28,7 +29,7 @@ from ...model.paths import INTERNAL
 from ...model.records import UNKNOWN_LAUNCH_NS, KernelBatch, KernelSink
 from . import layout, parser
 from .clock import ClockMap
-from .graphs import GraphNodePaths, replay_parents
+from .graphs import GraphNodePaths, replay_parents, replayed_path
 
 PathsAt = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """`(thread ids, CUPTI times) -> path id of each`: `timeline.ThreadTimelines.paths_at`."""
@@ -287,9 +288,18 @@ class Collector:
             self.invalid_kernels += n_bad
             self.sink.report_dropped(n_bad, "cupti")
         ok &= ~(hit & (self._path[slot] == INTERNAL))  # Lepton's own (`HotPath.internal`): in no profile
+        in_graph = rec.k_graph_node != 0
+        if in_graph.any():  # where each graph node was captured, when, and Lepton's own nodes' tags
+            graph_rows = np.flatnonzero(in_graph)
+            capture, captured_ns, tags = self.graphs.nodes(rec.k_graph_node[graph_rows])
+            ok[graph_rows[capture == INTERNAL]] = False  # captured by `HotPath.launching_as(INTERNAL)`
+            kept = ok[graph_rows]
+            capture, captured_ns = capture[kept], captured_ns[kept]
+            tags = [tag for tag, k in zip(tags, kept.tolist()) if k]
         if not ok.all():
             rec, corr, slot, hit, launch = _select_kernels(rec, ok), corr[ok], slot[ok], hit[ok], launch[ok]
             start, end = start[ok], end[ok]
+            in_graph = in_graph[ok]
         if not len(corr):
             return None
         parent = np.where(hit, self._path[slot], 0)  # the launching thread's path: scopes, ops
@@ -304,19 +314,41 @@ class Collector:
                 hooked = np.where(hit, self._hooked_stack[slot], 0)
                 use = (hooked > 0) & ~on_stack & not_op
                 python_parent = np.where(use, hooked - 1, python_parent)
-        in_graph = rec.k_graph_node != 0
+        to_host = self.clock.to_host
+        capture_ns, replayed = None, []
         if in_graph.any():
-            capture = self.graphs.capture_paths(rec.k_graph_node[in_graph])
-            parent[in_graph] = replay_parents(self.sink.paths, parent[in_graph], capture)
+            replay = parent[in_graph]
+            parent[in_graph] = replay_parents(self.sink.paths, replay, capture)
             if python_parent is not None:
                 python_parent[in_graph] = replay_parents(self.sink.paths, python_parent[in_graph], capture)
+            capture_ns = np.full(len(corr), UNKNOWN_LAUNCH_NS, np.int64)
+            capture_ns[in_graph] = np.where(captured_ns != UNKNOWN_LAUNCH_NS, to_host(captured_ns), UNKNOWN_LAUNCH_NS)
+            replayed = self._replayed_metrics(np.flatnonzero(in_graph), replay, tags, start)
+            self._report_unknown_graphs(rec.k_graph_id[in_graph][capture < 0])
         names, name_id = self._names_of(rec.k_name_ptr)
-        to_host = self.clock.to_host
         return KernelBatch(
             parent_path=parent, name_id=name_id, names=names, start_ns=to_host(start), end_ns=to_host(end),
             launch_ns=np.where(launch != 0, to_host(launch), UNKNOWN_LAUNCH_NS),
             device_id=rec.k_device.astype(np.int32), stream_id=rec.k_stream.astype(np.int32),
-            correlation_id=corr, device_type="CUDA", python_parent_path=python_parent)
+            correlation_id=corr, device_type="CUDA", python_parent_path=python_parent,
+            capture_ns=capture_ns, replayed_metrics=replayed)
+
+    def _replayed_metrics(self, rows: np.ndarray, replay: np.ndarray, tags: list, start: np.ndarray) -> list:
+        """`(row, metric, node)` of the kernels of metrics captured into graphs (their nodes'
+        tags), in the order they ran: the node is the metric's own at this replay,
+        `replay/<captured_at>/<the metric's capture path>`."""
+        found = sorted((int(start[r]), r, tag, p) for r, tag, p in zip(rows.tolist(), tags, replay.tolist())
+                       if tag is not None)
+        return [(r, tag, replayed_path(self.sink.paths, p, tag.target_path)) for _, r, tag, p in found]
+
+    def _report_unknown_graphs(self, graph_ids: np.ndarray) -> None:
+        """One line per graph whose kernels ran but whose nodes were made before profiling
+        started (Proton prints the same, once per graph)."""
+        for graph_id in self.graphs.newly_unknown(graph_ids):
+            print(f"lepton: warning: Cannot find graph for graphExecId: {graph_id}: it was captured before "
+                  "profiling started, so its kernels land under the scope of each replay only; to see the "
+                  "scopes they were captured in, start profiling before the graph is created",
+                  file=sys.stderr)
 
     def _are_ops(self, paths: np.ndarray) -> np.ndarray:
         """Which of `paths` are launch-hook op nodes."""
@@ -344,5 +376,6 @@ def _select_kernels(rec: parser.Records, sel: np.ndarray) -> parser.Records:
     return parser.Records(
         k_start=rec.k_start[sel], k_end=rec.k_end[sel], k_device=rec.k_device[sel],
         k_stream=rec.k_stream[sel], k_corr=rec.k_corr[sel], k_name_ptr=rec.k_name_ptr[sel],
-        k_graph_node=rec.k_graph_node[sel], k_queued=rec.k_queued[sel], a_corr=e.a_corr,
+        k_graph_node=rec.k_graph_node[sel], k_queued=rec.k_queued[sel], k_graph_id=rec.k_graph_id[sel],
+        a_corr=e.a_corr,
         a_start=e.a_start, a_thread=e.a_thread)

@@ -108,6 +108,9 @@ class GraphData:  # CUpti_GraphData
     node_type = 32  # CUgraphNodeType (uint32)
 
 
+GRAPH_NODE_TYPE_KERNEL = 0  # CU_GRAPH_NODE_TYPE_KERNEL: the only nodes that leave kernel records
+
+
 SUBSCRIBER_PARAMS_SIZE = 32  # CUpti_SubscriberParams_STRUCT_SIZE
 OLD_SUBSCRIBER_NAME_MIN_LEN = 64
 

@@ -108,6 +108,7 @@ class Records:
     k_name_ptr: np.ndarray  # uint64: `const char*` into CUPTI's memory; shared by launches of a kernel
     k_graph_node: np.ndarray  # uint64, 0 outside graphs
     k_queued: np.ndarray  # uint64: launch time from the kernel record itself (0: not collected)
+    k_graph_id: np.ndarray  # uint32, 0 outside graphs
     # API records (DRIVER / RUNTIME / INTERNAL_LAUNCH_API)
     a_corr: np.ndarray  # uint32
     a_start: np.ndarray  # uint64 ns
@@ -117,7 +118,7 @@ class Records:
     def empty(cls) -> Records:
         z = np.zeros(0, np.uint64)
         z32 = np.zeros(0, np.uint32)
-        return cls(z, z, z32, z32, z32, z, z, z, z32, z, z32)
+        return cls(z, z, z32, z32, z32, z, z, z, z32, z32, z, z32)
 
     @classmethod
     def concat(cls, parts: list[Records]) -> Records:
@@ -153,6 +154,7 @@ def _fields(buf: np.ndarray, start: int, chain: np.ndarray, words: np.ndarray) -
         k_device=words[k + K.device_id // 8], k_stream=words[k + K.stream_id // 8],
         k_corr=u32[b4 + 2 * k + K.correlation_id // 4], k_name_ptr=u64[b8 + k + K.name // 8],
         k_graph_node=u64[b8 + k + K.graph_node_id // 8], k_queued=u64[b8 + k + K.queued // 8],
+        k_graph_id=u32[b4 + 2 * k + K.graph_id // 4],
         a_corr=words[a + A.correlation_id // 8], a_start=u64[b8 + a + A.start // 8],
         a_thread=u32[b4 + 2 * a + A.thread_id // 4],
     )
