@@ -16,6 +16,7 @@ from typing import Literal, TextIO
 
 import numpy as np
 
+from ..progress import progress
 from .demangle import demangle
 from .derive import Catalog, Column, MetricError, derive, higher_is_better, negative_byte_warning, short_name
 from .export_folded import write_folded
@@ -214,7 +215,8 @@ def _show_diff(view: Prepared, metrics: Sequence[str], options: ViewOptions, ren
     """-diff A: B (the positional profile) minus A, then --fail-above's verdict on stderr."""
     assert options.diff_file is not None
     other = prepare(load_profile(options.diff_file), metrics, options)
-    comparison = compare(view.tree, view.columns, other.tree, other.columns, options.file, options.diff_file)
+    with progress(f"{PROG}: comparing the profiles", stderr):
+        comparison = compare(view.tree, view.columns, other.tree, other.columns, options.file, options.diff_file)
     tree, columns = comparison.tree, comparison.columns
     names = display_names(tree, render, escape=False)
     verdict = None
@@ -318,7 +320,8 @@ def _write_report(options: ViewOptions, html: str, stdout: TextIO, stderr: TextI
     title = os.path.basename(options.file)
     if len(paths) > 1:
         title += f" (+{len(paths) - 1} ranks, {options.merge or 'sum'})"
-    text = report_html(tree, title, render, other, other_name)
+    with progress(f"{PROG}: making the report", stderr):
+        text = report_html(tree, title, render, other, other_name)
     try:
         with open(html, "w", encoding="utf-8") as f:
             f.write(text)
