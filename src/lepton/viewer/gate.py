@@ -34,7 +34,7 @@ class Slower:
 class Gate:
     metric: str  # the column's label
     threshold_pct: float
-    slower: list[Slower]  # worst first
+    slower: list[Slower]  # worst first, and of equal changes the deepest
 
     @property
     def passed(self) -> bool:
@@ -49,7 +49,8 @@ def check(comparison: Comparison, threshold_pct: float, higher_is_better: bool, 
     offenders = nodes[np.nan_to_num(worse[nodes], nan=-np.inf) > threshold_pct]
     if higher_is_better:  # a rate of a node one profile lacks compares nothing
         offenders = offenders[comparison.side[offenders] == BOTH]
-    ranked = sorted(offenders.tolist(), key=lambda node: -worse[node])
+    depth = comparison.tree.depth
+    ranked = sorted(offenders.tolist(), key=lambda node: (-worse[node], -depth[node]))  # a tie: the kernel first
     slower = [Slower(node, float(change[node]), float(before[node]), float(after[node])) for node in ranked]
     return Gate(comparison.columns[0].label, threshold_pct, slower)
 
