@@ -75,7 +75,7 @@ def progress(label: str, stream: TextIO | None = None, clock: Callable[[], float
     timer = threading.Thread(target=run, name="lepton-progress", daemon=True)
     swapped = stream is sys.stderr
     if swapped:
-        sys.stderr = _ClearingStream(stream, line)  # type: ignore[assignment]
+        sys.stderr = _ClearingStream(stream, line)
     timer.start()
     try:
         yield line

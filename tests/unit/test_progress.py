@@ -14,7 +14,7 @@ import lepton
 from lepton.progress import Progress, progress
 from lepton.runtime import registry
 
-viewer_load = importlib.import_module("lepton.viewer.load")  # the module: the package's `load` is its function
+viewer_load = importlib.import_module("lepton.viewer.load")  # the module, which the package's `load` hides
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "proton_examples" / "cuda.json"
 
 

@@ -96,7 +96,8 @@ def test_diff_names_both_files_and_marks_the_nodes_of_one_side_only():
     code, out, _ = run_view("-m", "time/ns", "--no-color", "-diff", a, b)
     assert code == 0
     assert out == (f"B − A, with B = {b} and A = {a} (-diff); (%): the change from A\n"
-                   "612736.000 ROOT  (+36823.1%)\n├─ 204800.000 foo0  [only in B]\n├─ 204800.000 foo1  [only in B]\n"
+                   "612736.000 ROOT  (+36823.1%)\n├─ 204800.000 foo0  [only in B]\n"
+                   "├─ 204800.000 foo1  [only in B]\n"
                    "├─ 204800.000 foo2  [only in B]\n└─ -1664.000 scope  [only in A]\n"
                    "   └─ -1664.000 triton_kernel  [only in A]\n\n")
 

@@ -111,7 +111,8 @@ def test_speedscope_samples_are_the_folded_stacks():
     document = json.loads(out)
     names = [frame["name"] for frame in document["shared"]["frames"]]
     profile = document["profiles"][0]
-    stacks = {tuple(names[i] for i in stack): weight for stack, weight in zip(profile["samples"], profile["weights"])}
+    stacks = {tuple(names[i] for i in stack): weight
+              for stack, weight in zip(profile["samples"], profile["weights"])}
     assert stacks == folded("-m", "time/ns", MATMUL)
 
 

@@ -14,7 +14,8 @@ from lepton.cli.view import main
 DATA = Path(__file__).resolve().parents[1] / "data"
 A = DATA / "viewer" / "matmul_bias.hatchet"
 GATE = DATA / "viewer" / "gate"
-SLOWER, NEW, REMOVED = GATE / "slower_kernel.hatchet", GATE / "new_kernel.hatchet", GATE / "removed_kernel.hatchet"
+SLOWER, NEW = GATE / "slower_kernel.hatchet", GATE / "new_kernel.hatchet"
+REMOVED = GATE / "removed_kernel.hatchet"
 THREADS = DATA / "proton_3_6" / "threads.hatchet"
 
 
@@ -56,7 +57,8 @@ def test_a_slower_kernel_fails_the_gate_with_exit_1_naming_the_worst_first():
     assert code == 1
     assert out.startswith("B − A")  # the tree is printed as without the gate
     assert err.splitlines() == [
-        f"lepton-view: 3 nodes got slower by more than 10% in time/ms (inc) (B = {SLOWER}, A = {A}); worst first:",
+        f"lepton-view: 3 nodes got slower by more than 10% in time/ms (inc) (B = {SLOWER}, A = {A}); "
+        "worst first:",
         "    +25.0%  169.156 → 211.445  bench/unfused/8192/matmul_kernel",
         "    +23.6%  179.481 → 221.770  bench/unfused/8192",
         "    +23.5%  180.283 → 222.572  bench/unfused",
@@ -79,7 +81,8 @@ def test_a_new_kernel_fails_the_gate_whatever_the_threshold():
 def test_a_removed_kernel_passes_the_gate_even_at_zero_percent():
     code, _, err = run_view("-diff", A, "--fail-above", "0", REMOVED)
     assert code == 0
-    assert err == f"lepton-view: no node got slower by more than 0% in time/ms (inc) (B = {REMOVED}, A = {A})\n"
+    assert err == (f"lepton-view: no node got slower by more than 0% in time/ms (inc) "
+                   f"(B = {REMOVED}, A = {A})\n")
 
 
 def test_the_direction_is_b_against_a_a_faster_b_passes():
@@ -91,18 +94,20 @@ def test_for_a_rate_slower_means_less():
     """tflop16/s of the slowed matmul drops by 20%: slower, though the number got smaller."""
     code, _, err = run_view("-m", "tflop16/s", "-diff", A, "--fail-above", "15", SLOWER)
     assert code == 1
-    assert err.splitlines()[1].endswith("bench/unfused/8192/matmul_kernel") and "-20.0%" in err.splitlines()[1]
+    worst = err.splitlines()[1]
+    assert worst.endswith("bench/unfused/8192/matmul_kernel") and "-20.0%" in worst
     assert run_view("-m", "tflop16/s", "-diff", SLOWER, "--fail-above", "15", A)[0] == 0
 
 
 def test_the_gate_reads_the_first_metric_only():
-    assert run_view("-m", "count,time/ms", "-diff", A, "--fail-above", "1", SLOWER)[0] == 0  # counts are equal
+    # The counts are equal; the time of the second metric is not looked at.
+    assert run_view("-m", "count,time/ms", "-diff", A, "--fail-above", "1", SLOWER)[0] == 0
 
 
 def test_proton_profiles_are_gated_alike():
     code, _, err = run_view("-diff", THREADS, "--fail-above", "20", GATE / "threads_slower.hatchet")
     assert code == 1
-    assert err.splitlines()[1:] == ["    +33.3%  0.001 → 0.001  thread_2/add_kernel",  # ties: the deeper first
+    assert err.splitlines()[1:] == ["    +33.3%  0.001 → 0.001  thread_2/add_kernel",  # a tie: deeper first
                                      "    +33.3%  0.001 → 0.001  thread_2"]
     code, _, err = run_view("-m", "time/ns", "-diff", THREADS, "--fail-above", "20",
                             GATE / "threads_slower.hatchet")
@@ -115,12 +120,15 @@ def test_json_output_carries_both_files_the_changes_and_the_verdict_for_scripts(
     assert code == 1
     assert document["diff"]["B"] == str(NEW) and document["diff"]["A"] == str(A)
     assert document["gate"]["passed"] is False and document["gate"]["fail_above %"] == 10
-    assert document["gate"]["slower"] == [{"id": document["gate"]["slower"][0]["id"], "path": "bench/fused/8192/softmax_kernel",
-                                           "change %": None, "A": None, "B": 2.0}]
+    (slower,) = document["gate"]["slower"]
+    assert slower == {"id": slower["id"], "path": "bench/fused/8192/softmax_kernel", "change %": None,
+                      "A": None, "B": 2.0}
     softmax = next(n for n in document["nodes"] if n["name"] == "softmax_kernel")
-    assert softmax["only_in"] == "B" and softmax["values"] == {"time/ms (inc)": 2.0, "time/ms (inc) change %": None}
+    assert softmax["only_in"] == "B"
+    assert softmax["values"] == {"time/ms (inc)": 2.0, "time/ms (inc) change %": None}
     root = document["nodes"][0]
-    assert root["only_in"] is None and root["values"]["time/ms (inc) change %"] == pytest.approx(2 / 527.129371 * 100)
+    assert root["only_in"] is None
+    assert root["values"]["time/ms (inc) change %"] == pytest.approx(2 / 527.129371 * 100)
 
 
 def test_csv_output_has_a_change_column_and_the_side():

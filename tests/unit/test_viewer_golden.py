@@ -76,7 +76,8 @@ def test_diff_of_profiles_with_equal_times_prints_zeros():
     code, out, _ = run_view("-m", "time/ns", "-diff", hip, cuda)
     assert code == 0
     assert out == (f"B − A, with B = {cuda} and A = {hip} (-diff); (%): the change from A\n"
-                   "0.000 ROOT  (+0.0%)\n├─ 0.000 foo0  (+0.0%)\n├─ 0.000 foo1  (+0.0%)\n└─ 0.000 foo2  (+0.0%)\n\n")
+                   "0.000 ROOT  (+0.0%)\n├─ 0.000 foo0  (+0.0%)\n├─ 0.000 foo1  (+0.0%)\n"
+                   "└─ 0.000 foo2  (+0.0%)\n\n")
 
 
 # ------------------------------------------------------------ real Triton 3.6 files

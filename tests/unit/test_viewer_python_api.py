@@ -332,7 +332,8 @@ def test_diff_of_equal_times_is_zero(capsys):
     diff = proton_viewer.apply_diff_profile(gf, columns, HIP, ["time/ns"], None, None, None)
     assert diff.dataframe["time/ns (inc)"].tolist() == [0.0] * 4
     proton_viewer.print_tree(diff, columns)
-    assert capsys.readouterr().out == "0.000 ROOT\n├─ 0.000 foo0\n├─ 0.000 foo1\n└─ 0.000 foo2\n\n"  # Proton's
+    proton_prints = "0.000 ROOT\n├─ 0.000 foo0\n├─ 0.000 foo1\n└─ 0.000 foo2\n\n"
+    assert capsys.readouterr().out == proton_prints
 
 
 def test_diff_subtracts_the_other_profile_and_marks_frames_on_one_side(tmp_path, capsys):

@@ -92,7 +92,8 @@ def test_colour_follows_hatchets_bands_on_the_first_metric_and_fades_the_others(
 
 def test_nan_is_coloured_blue_as_in_hatchet():
     tree = tree_of(literal("ROOT", m=0))
-    assert tree_text(tree, [column(tree, [math.nan])], RenderOptions(color=True)).startswith("\033[34m-\033[0m ROOT")
+    text = tree_text(tree, [column(tree, [math.nan])], RenderOptions(color=True))
+    assert text.startswith("\033[34m-\033[0m ROOT")
 
 
 def test_names_are_demangled_folded_and_shortened_to_the_width():
@@ -174,8 +175,8 @@ def reference_tree_text(tree: Tree, columns: list[Column], options: RenderOption
     def draw(node: int, indent: str, prefix: str) -> None:
         if tree.depth[node] >= options.depth:
             return
-        numbers = " ".join(options.missing if math.isnan(column.values[node]) else f"{column.values[node]:.3f}"
-                           for column in columns)
+        values = [column.values[node] for column in columns]
+        numbers = " ".join(options.missing if math.isnan(v) else f"{v:.3f}" for v in values)
         name = format_name(tree.names[node], options.name_format)
         name = readable[name]
         if options.width is not None:

@@ -25,12 +25,14 @@ def test_a_unique_name_stays_bare_and_a_repeated_one_gets_its_parent():
       fused    -> 1024              fused, fused/1024, fused/1024/k ... shortest unique suffixes
       unfused  -> 1024 -> k
     """
-    assert labels(literal("ROOT", literal("fused", literal("1024")), literal("unfused", literal("1024", literal("k"))))) \
-        == ["fused", "fused/1024", "unfused", "unfused/1024", "k"]
+    root = literal("ROOT", literal("fused", literal("1024")),
+                   literal("unfused", literal("1024", literal("k"))))
+    assert labels(root) == ["fused", "fused/1024", "unfused", "unfused/1024", "k"]
 
 
 def test_a_suffix_of_three_frames_shows_the_first_and_the_last():
-    root = literal("ROOT", literal("step", literal("work", literal("line"))), literal("warm", literal("work", literal("line"))))
+    root = literal("ROOT", literal("step", literal("work", literal("line"))),
+                   literal("warm", literal("work", literal("line"))))
     assert labels(root) == ["step", "step/work", "step/…/line", "warm", "warm/work", "warm/…/line"]
 
 

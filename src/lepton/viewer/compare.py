@@ -70,7 +70,8 @@ def compare(b_tree: Tree, b_columns: list[Column], a_tree: Tree, a_columns: list
 
 def header(comparison: Comparison) -> str:
     """The line above the tree: which file is which, and what the numbers are."""
-    return (f"B − A, with B = {printable(comparison.b_name)} and A = {printable(comparison.a_name)} (-diff); "
+    b, a = printable(comparison.b_name), printable(comparison.a_name)
+    return (f"B − A, with B = {b} and A = {a} (-diff); "
             "(%): the change from A\n")
 
 
@@ -103,5 +104,6 @@ def change_columns(comparison: Comparison) -> list[Column]:
 
 def json_header(comparison: Comparison) -> dict:
     return {"diff": {"B": comparison.b_name, "A": comparison.a_name, "values": "B - A",
-                     "change %": "(B - A) / |A| * 100", "only_in": "A or B: the one profile that has the node"}}
+                     "change %": "(B - A) / |A| * 100",
+                     "only_in": "A or B: the one profile that has the node"}}
 

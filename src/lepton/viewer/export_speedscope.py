@@ -36,8 +36,9 @@ def speedscope(tree: Tree, columns: list[Column], requests: list[str], names: li
                 samples.append([_frame(names[n], frame_of, frames) for n in path])
                 weights.append(widths[node])
         total = float(sum(weights))
-        profiles.append({"type": "sampled", "name": f"{title}: {column.label}", "unit": unit_of(request, column.label),
-                         "startValue": 0, "endValue": total, "samples": samples, "weights": weights})
+        profiles.append({"type": "sampled", "name": f"{title}: {column.label}",
+                         "unit": unit_of(request, column.label), "startValue": 0, "endValue": total,
+                         "samples": samples, "weights": weights})
     return {"$schema": SCHEMA, "shared": {"frames": frames}, "profiles": profiles, "name": title,
             "activeProfileIndex": 0, "exporter": f"lepton-view {__version__}"}
 

@@ -22,7 +22,8 @@ def format_rows(columns: list[np.ndarray], digits: int = 3, separator: str = " "
     """[separator.join(f"{v:.{digits}f}" for v in row) + end for row in zip(*columns)], for one or
     more float columns of one length, digits >= 1, and an ASCII separator and end; NaN shows as
     `nan` (ASCII)."""
-    layouts = [_Layout(np.asarray(values, dtype=np.float64), digits, nan.encode("ascii")) for values in columns]
+    nan_text = nan.encode("ascii")
+    layouts = [_Layout(np.asarray(values, dtype=np.float64), digits, nan_text) for values in columns]
     pieces = [separator] * (len(layouts) - 1) + [end]
     row_lengths = sum(layout.lengths + len(piece) for layout, piece in zip(layouts, pieces))
     if len(row_lengths) == 0:

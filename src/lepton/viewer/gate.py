@@ -50,7 +50,8 @@ def check(comparison: Comparison, threshold_pct: float, higher_is_better: bool, 
     if higher_is_better:  # a rate of a node one profile lacks compares nothing
         offenders = offenders[comparison.side[offenders] == BOTH]
     depth = comparison.tree.depth
-    ranked = sorted(offenders.tolist(), key=lambda node: (-worse[node], -depth[node]))  # a tie: the kernel first
+    # Of equal changes the deepest first: the kernel before the scopes it slowed down.
+    ranked = sorted(offenders.tolist(), key=lambda node: (-worse[node], -depth[node]))
     slower = [Slower(node, float(change[node]), float(before[node]), float(after[node])) for node in ranked]
     return Gate(comparison.columns[0].label, threshold_pct, slower)
 
@@ -58,7 +59,8 @@ def check(comparison: Comparison, threshold_pct: float, higher_is_better: bool, 
 def report(gate: Gate, comparison: Comparison, names: list[str]) -> str:
     """What stderr says: the verdict in one line, then the worst offenders, one a line.
     `names`: each node's name as the tree shows it."""
-    where = f"in {printable(gate.metric)} (B = {printable(comparison.b_name)}, A = {printable(comparison.a_name)})"
+    b, a = printable(comparison.b_name), printable(comparison.a_name)
+    where = f"in {printable(gate.metric)} (B = {b}, A = {a})"
     limit = f"{gate.threshold_pct:g}%"
     if gate.passed:
         return f"lepton-view: no node got slower by more than {limit} {where}\n"
@@ -68,7 +70,8 @@ def report(gate: Gate, comparison: Comparison, names: list[str]) -> str:
     for item in gate.slower[:WORST_SHOWN]:
         change = "new" if math.isinf(item.change_pct) else pct_text(item.change_pct)
         before_after = f"{_number(item.before)} → {_number(item.after)}"
-        lines.append(f"  {change:>8}  {before_after}  {printable(path_of(comparison.tree, item.node, names))}")
+        path = printable(path_of(comparison.tree, item.node, names))
+        lines.append(f"  {change:>8}  {before_after}  {path}")
     if count > WORST_SHOWN:
         lines.append(f"  ... and {count - WORST_SHOWN} more (--output json lists them all)")
     return "\n".join(lines) + "\n"

@@ -38,7 +38,8 @@ def sampled_kernels(root: dict) -> list[KernelLines]:
         own = node.get("metrics", {}).get(NUM_SAMPLES, 0) if prefix else 0
         if lines or (own and COUNT in node.get("metrics", {})):
             lines.sort(key=lambda item: -item[1][NUM_SAMPLES])
-            out.append(KernelLines("/".join(prefix), own + sum(m[NUM_SAMPLES] for _, m in lines), lines, prefix))
+            samples = own + sum(m[NUM_SAMPLES] for _, m in lines)
+            out.append(KernelLines("/".join(prefix), samples, lines, prefix))
         for c in node.get("children", ()):
             if not _LINE_NODE.match(c["frame"]["name"]):
                 walk(c, prefix + (c["frame"]["name"],))

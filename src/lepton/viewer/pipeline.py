@@ -161,7 +161,8 @@ def show(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     if options.sass is not None:
         from .sass import show_sass
 
-        return show_sass(options.file, options.sass, stdout, stderr, name_style(render_options(options, stdout)))
+        style = name_style(render_options(options, stdout))
+        return show_sass(options.file, options.sass, stdout, stderr, style)
     if options.lines is not None:
         from .lines import show_lines
 
@@ -216,7 +217,8 @@ def _show_diff(view: Prepared, metrics: Sequence[str], options: ViewOptions, ren
     assert options.diff_file is not None
     other = prepare(load_profile(options.diff_file), metrics, options)
     with progress(f"{PROG}: comparing the profiles", stderr):
-        comparison = compare(view.tree, view.columns, other.tree, other.columns, options.file, options.diff_file)
+        comparison = compare(view.tree, view.columns, other.tree, other.columns, options.file,
+                             options.diff_file)
     tree, columns = comparison.tree, comparison.columns
     names = display_names(tree, render, escape=False)
     verdict = None
@@ -255,7 +257,8 @@ def _export(tree: Tree, columns: list[Column], metrics: Sequence[str], options: 
             raise OptionError("--output folded holds one metric: give one with -m (speedscope takes several)")
         write_folded(stdout, tree, columns[0], names, options.depth)
     else:
-        write_speedscope(stdout, tree, columns, list(metrics), names, options.depth, os.path.basename(options.file))
+        title = os.path.basename(options.file)
+        write_speedscope(stdout, tree, columns, list(metrics), names, options.depth, title)
 
 
 def check_options(options: ViewOptions) -> None:

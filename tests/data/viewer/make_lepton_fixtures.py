@@ -1,5 +1,6 @@
 """Writes Lepton's own profiles of tests/data/viewer, one of each kind lepton-view picks a default
-metric for (run from the repository root: `PYTHONPATH=src:tests python tests/data/viewer/make_lepton_fixtures.py`):
+metric for. From the repository root:
+`PYTHONPATH=src:tests python tests/data/viewer/make_lepton_fixtures.py`.
 
 - lepton_cpu.hatchet: `lepton -b cpu examples/hello.py`, a real run (its times are that run's),
   with the recorded command line and folder made neutral.
@@ -12,6 +13,7 @@ metric for (run from the repository root: `PYTHONPATH=src:tests python tests/dat
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -47,8 +49,8 @@ MATMUL_LINES = {0x10: "/home/user/kernels/matmul.py:41@matmul_kernel",
 def lepton_cpu() -> bytes:
     with tempfile.TemporaryDirectory() as folder:
         env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-        subprocess.run([sys.executable, "-m", "lepton", "-b", "cpu", "-n", f"{folder}/cpu", "examples/hello.py"],
-                       cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+        command = [sys.executable, "-m", "lepton", "-b", "cpu", "-n", f"{folder}/cpu", "examples/hello.py"]
+        subprocess.run(command, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
         document = json.loads(Path(f"{folder}/cpu.hatchet").read_text())
     document[0]["lepton"] = NEUTRAL_RUN
     return ("\n" + json.dumps(document, indent=4, sort_keys=True) + "\n").encode()
@@ -71,13 +73,14 @@ def lepton_pcsampling() -> bytes:
                        (7, matmul, 0x40, [(0, 60)]), (9, fill, 0x80, [(0, 90), (2, 30)])])
     attributor = SampleAttributor(period_log2=10)
     attributor.add(by_line(buffers.decode(), StallTable(*syn.reason_table()),
-                           lambda address: __import__("ctypes").string_at(address).decode(),
+                           lambda address: ctypes.string_at(address).decode(),
                            lambda crc, function, offset: MATMUL_LINES.get(offset, "") if crc == 7 else ""))
     attributor.attach(batch)
     session = Session(0, "pcsampling", "shadow", "tree", backend=None)
     session.set_active(True)
     session.ingest(batch, *kernel_paths(paths, batch))
-    sass = {"matmul_kernel": [[0x10, 620, "LDG.E.128 R4, desc[UR6][R2.64]"], [0x20, 340, "HMMA.16816.F32 R8, R4, R12, R8"],
+    sass = {"matmul_kernel": [[0x10, 620, "LDG.E.128 R4, desc[UR6][R2.64]"],
+                              [0x20, 340, "HMMA.16816.F32 R8, R4, R12, R8"],
                               [0x40, 60, "STG.E.128 desc[UR6][R6.64], R8"]],
             FILL: [[0x80, 120, "STG.E desc[UR4][R2.64], R5"]]}
     return hatchet.render(Profile(paths, session.current, extras={SASS_KEY: sass}))

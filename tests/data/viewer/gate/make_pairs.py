@@ -36,7 +36,8 @@ def new_kernel(a: list) -> list:
     b = copy.deepcopy(a)
     scope = child(b[0], "bench", "fused", "8192")
     scope["children"].append({"children": [], "frame": {"name": "softmax_kernel", "type": "function"},
-                              "metrics": {"count": 100, "device_id": "0", "device_type": "CUDA", "time (ns)": 2_000_000}})
+                              "metrics": {"count": 100, "device_id": "0", "device_type": "CUDA",
+                                          "time (ns)": 2_000_000}})
     scope["children"].sort(key=lambda c: c["frame"]["name"])
     return b
 
