@@ -73,10 +73,17 @@ def progress(label: str, stream: TextIO | None = None, clock: Callable[[], float
             line.tick()
 
     timer = threading.Thread(target=run, name="lepton-progress", daemon=True)
+    try:
+        timer.start()
+        started = True
+    except RuntimeError:  # Python 3.12+ starts no thread at exit, where unfinalized profiles are written
+        started = False
+    if not started:
+        yield None
+        return
     swapped = stream is sys.stderr
     if swapped:
         sys.stderr = _ClearingStream(stream, line)
-    timer.start()
     try:
         yield line
     finally:

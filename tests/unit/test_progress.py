@@ -90,6 +90,18 @@ def test_the_timer_thread_shows_the_line_once_the_clock_passes_a_second_and_eras
     assert line is not None and shown(out.getvalue()) == ""
 
 
+def test_where_no_thread_can_start_the_work_runs_without_a_line(monkeypatch):
+    """Python 3.12 refuses new threads at exit, where a program's unfinalized profile is written."""
+    def refuse(self):
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr("threading.Thread.start", refuse)
+    out = Terminal()
+    with progress("lepton: writing proton", out, delay_s=0) as line:
+        ran = True
+    assert ran and line is None and out.getvalue() == ""
+
+
 def test_a_write_to_stderr_while_the_line_shows_starts_on_a_clean_line(monkeypatch):
     terminal, clock = Terminal(), Clock()
     monkeypatch.setattr(sys, "stderr", terminal)
