@@ -28,10 +28,9 @@ __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "
 BAD_INPUT = (ProfileError, MetricError, FilterError, HandoffError, OptionError)
 
 
-METRICS_HELP = """Metrics to show, comma separated (default: what the profile is about: num_samples
-(instruction sampling), cycles (instrumentation), time/ms (kernels), cpu_time/ms (CPU scopes)).
-Names are case-insensitive
-and may leave out the unit ("time" for "time (ns)"). Derived metrics:
+METRICS_HELP = """Metrics to show, comma separated (default: the first the profile has of num_samples,
+cycles, time/ms and cpu_time/ms). Names are case-insensitive and may leave out the unit ("time"
+for "time (ns)"); a node without a value shows "-". Derived metrics:
 - time/s, time/ms, time/us, time/ns: time
 - avg_time/<unit>: time / count; cpu_time/<unit>, avg_cpu_time/<unit>: cpu_timed_scope time
 - flop[8|16|32|64]/s, gflop.../s, tflop.../s: flops / time
