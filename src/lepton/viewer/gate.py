@@ -2,7 +2,8 @@
 
 A node is slower when its first metric got worse by more than PCT percent of A: more time,
 samples, cycles or bytes, or less of a rate (tflop16/s, gbyte/s, util). A node that only B has
-counts as slower by any PCT when it has a value (new work); a node only A has never does. Only
+counts as slower by any PCT when it has a value (new work); a node only A has never does (and
+for a rate only nodes both have are compared). Only
 the nodes the tree shows are checked, ROOT (the total) among them, so -d, -i, -e and -t choose
 what the gate looks at.
 """

@@ -17,20 +17,19 @@ from typing import Literal, TextIO
 import numpy as np
 
 from ..progress import progress
-from .demangle import demangle
-from .derive import Catalog, Column, MetricError, derive, higher_is_better, negative_byte_warning, short_name
-from .export_folded import write_folded
-from .export_speedscope import write_speedscope
 from . import gate
 from .compare import change_columns, compare, header, json_header
 from .compare import notes as diff_notes
+from .demangle import demangle
+from .derive import Catalog, Column, MetricError, derive, higher_is_better, negative_byte_warning, short_name
 from .escape import printable
+from .export_folded import write_folded
+from .export_speedscope import write_speedscope
 from .filters import FilterError, apply_filters
 from .flat_tree import Tree
 from .load import ProfileError, load
 from .next_tool import handoff
 from .ranks import check_one_run, merge, rank_label, rank_view
-from .stacks import check_adds_up
 from .render import (
     DEFAULT_MAX_NODES,
     RenderOptions,
@@ -42,6 +41,7 @@ from .render import (
     write_sorted,
     write_tree,
 )
+from .stacks import check_adds_up
 
 PROG = "lepton-view"
 EXIT_OK, EXIT_NOTHING_TO_SHOW, EXIT_BAD_INPUT = 0, 1, 2
