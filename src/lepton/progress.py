@@ -37,7 +37,8 @@ class Progress:
             return
         with self.lock:
             text = f"{self.label}… {elapsed:.1f} s"
-            self._write("\r" + text + " " * max(len(self.shown) - len(text), 0) + "\r" + text)
+            shorter = len(self.shown) - len(text)  # what is left of the last text must go
+            self._write("\r" + text + (" " * shorter + "\r" + text if shorter > 0 else ""))
             self.shown = text
 
     def clear(self) -> None:
