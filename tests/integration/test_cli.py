@@ -275,6 +275,25 @@ def test_trace_data_writes_a_chrome_trace(lepton, tmp_path):
     assert "k_trace" in {e.get("name") for e in json.loads(path.read_text())["traceEvents"]}
 
 
+def test_a_dash_name_puts_the_profile_alone_on_stdout_and_the_program_s_stdout_on_stderr(lepton, tmp_path):
+    """`-n -`: the program's print()s, its raw writes to file descriptor 1 and its children's go to
+    stderr, in their order; stdout holds the profile and nothing else."""
+    write(tmp_path / "talk.py", KERNEL.format(name="k_talk") + """\
+import os, subprocess, sys
+print("from print")
+os.write(1, b"from fd 1\\n")
+subprocess.run([sys.executable, "-c", "print('from a child')"], check=True)
+print("buffered at the end", end="")
+""")
+    out = run(lepton, "-b", "fake", "-n", "-", "talk.py")
+    assert out.returncode == 0, out.stderr
+    root = json.loads(out.stdout)[0]  # nothing but the profile
+    assert [child["frame"]["name"] for child in root["children"]] == ["k_talk"]
+    said = out.stderr
+    assert said.index("from print") < said.index("from fd 1") < said.index("from a child") \
+        < said.index("buffered at the end") < said.index("lepton: profile written to stdout")
+
+
 def test_print_shows_the_viewer_s_tree_or_says_the_viewer_is_missing(lepton, tmp_path):
     write(tmp_path / "p.py", KERNEL.format(name="k_printed"))
     out = run(lepton, "-b", "fake", "--print", "time/ns", "p.py")

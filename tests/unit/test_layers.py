@@ -13,8 +13,9 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "lepton"
 # only from its own unit or from units in layers below that unit's layer.
 LAYERS = [
     # no Lepton imports of their own: usable from any layer (`hooks.hook`: the `Hook` base and
-    # `HookManager`, which the launch hook and the instrumentation backend's hook both build on)
-    {"errors", "units", "mode", "hooks.hook"},
+    # `HookManager`, which the launch hook and the instrumentation backend's hook both build on;
+    # `progress`: the line on stderr of slow work, a finalize or a load)
+    {"errors", "units", "mode", "hooks.hook", "progress"},
     {"model"},  # pure data and pure functions, the runtime <-> backend time lines among them
     {"backends", "writers", "viewer"},  # collect kernels; model -> files; files -> terminal
     {"runtime"},  # the engine: hot path, sessions, registry, Python stacks, exit signals

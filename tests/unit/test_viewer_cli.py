@@ -89,11 +89,17 @@ def test_no_color_in_the_environment_turns_colour_off(monkeypatch):
     assert "\033[" not in out
 
 
-def test_diff_marks_the_nodes_of_one_side_only():
-    code, out, _ = run_view("-m", "time/ns", "--no-color", "-diff", EXAMPLES / "triton.json", EXAMPLES / "cuda.json")
+def test_diff_names_both_files_and_marks_the_nodes_of_one_side_only():
+    """B − A as proton-viewer subtracts (foo0 only in B keeps its time), and a node only A has
+    shows -A where hatchet prints nan: ROOT's change is its children's."""
+    a, b = EXAMPLES / "triton.json", EXAMPLES / "cuda.json"
+    code, out, _ = run_view("-m", "time/ns", "--no-color", "-diff", a, b)
     assert code == 0
-    assert out == ("612736.000 ROOT\n├─ 204800.000 foo0 ◀ \n├─ 204800.000 foo1 ◀ \n├─ 204800.000 foo2 ◀ \n"
-                   "└─ nan scope ▶ \n   └─ nan triton_kernel ▶ \n\n")
+    assert out == (f"B − A, with B = {b} and A = {a} (-diff); (%): the change from A\n"
+                   "612736.000 ROOT  (+36823.1%)\n├─ 204800.000 foo0  [only in B]\n"
+                   "├─ 204800.000 foo1  [only in B]\n"
+                   "├─ 204800.000 foo2  [only in B]\n└─ -1664.000 scope  [only in A]\n"
+                   "   └─ -1664.000 triton_kernel  [only in A]\n\n")
 
 
 def test_csv_output_for_scripts():

@@ -56,10 +56,13 @@ def test_children_are_drawn_sorted_by_name_with_box_lines_and_an_empty_line_afte
                     "\n")
 
 
-def test_nan_and_infinity_print_as_python_formats_them_and_values_round_to_three_places():
+def test_a_node_without_a_value_prints_a_dash_infinity_as_python_and_values_round_to_three_places():
+    """hatchet prints "nan" for a node without a value; every number it prints is printed alike."""
     tree = tree_of(literal("ROOT", [literal("a", m=1), literal("b", m=1), literal("c", m=1)], m=0))
     text = tree_text(tree, [column(tree, [math.nan, math.inf, 2.0005, -1.23456])], PLAIN)
-    assert text.splitlines() == ["nan ROOT", "├─ inf a", "├─ 2.001 b", "└─ -1.235 c", ""]
+    assert text.splitlines() == ["- ROOT", "├─ inf a", "├─ 2.001 b", "└─ -1.235 c", ""]
+    assert tree_text(tree, [column(tree, [math.nan] * 4)], RenderOptions(demangle=False, missing="nan")) \
+        .splitlines()[0] == "nan ROOT"  # what the Python API (Proton's print_tree) prints
 
 
 def test_depth_limits_the_lines():
@@ -89,7 +92,8 @@ def test_colour_follows_hatchets_bands_on_the_first_metric_and_fades_the_others(
 
 def test_nan_is_coloured_blue_as_in_hatchet():
     tree = tree_of(literal("ROOT", m=0))
-    assert tree_text(tree, [column(tree, [math.nan])], RenderOptions(color=True)).startswith("\033[34mnan\033[0m ROOT")
+    text = tree_text(tree, [column(tree, [math.nan])], RenderOptions(color=True))
+    assert text.startswith("\033[34m-\033[0m ROOT")
 
 
 def test_names_are_demangled_folded_and_shortened_to_the_width():
@@ -118,7 +122,7 @@ def test_sorted_list_is_largest_first_skips_the_first_row_and_cuts_long_names():
     assert text.splitlines() == ["Sorted kernels by metric m (inc)",
                                  "k" * 100 + "..." + "  " + " 5.0",
                                  "small" + " " * 100 + " 1.0",
-                                 "none" + " " * 101 + " nan"]
+                                 "none" + " " * 101 + " -"]
 
 
 def test_diff_marks_nodes_found_on_one_side_only():
@@ -126,7 +130,7 @@ def test_diff_marks_nodes_found_on_one_side_only():
     right = tree_of(literal("ROOT", [literal("both", m=1), literal("only_right", m=1)], m=0))
     result = subtract(left, [column(left, [10, 4, 3])], right, [column(right, [7, 1, 2])])
     assert tree_text(result.tree, result.columns, PLAIN, result.side) == (
-        "3.000 ROOT\n├─ 3.000 both\n├─ 3.000 only_left ◀ \n└─ nan only_right ▶ \n\n")
+        "3.000 ROOT\n├─ 3.000 both\n├─ 3.000 only_left ◀ \n└─ - only_right ▶ \n\n")
 
 
 def test_csv_has_one_row_per_shown_node_in_tree_order():
@@ -171,7 +175,8 @@ def reference_tree_text(tree: Tree, columns: list[Column], options: RenderOption
     def draw(node: int, indent: str, prefix: str) -> None:
         if tree.depth[node] >= options.depth:
             return
-        numbers = " ".join(f"{column.values[node]:.3f}" for column in columns)
+        values = [column.values[node] for column in columns]
+        numbers = " ".join(options.missing if math.isnan(v) else f"{v:.3f}" for v in values)
         name = format_name(tree.names[node], options.name_format)
         name = readable[name]
         if options.width is not None:

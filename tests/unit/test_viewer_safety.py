@@ -148,7 +148,7 @@ def test_a_diff_of_two_5000_level_trees_works(deep_files):
     code, out, err = run_view("-d", "10000", "-m", "time/ns", "-diff", deep_files / "deep.hatchet",
                               deep_files / "deep.hatchet_msgpack")
     assert (code, err) == (0, "")
-    assert out.split("\n")[-3] == "   " * 5000 + "└─ 0.000 k"
+    assert out.split("\n")[-3] == "   " * 5000 + "└─ 0.000 k  (+0.0%)"
 
 
 # ------------------------------------------------------------ bounded work

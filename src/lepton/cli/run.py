@@ -77,7 +77,8 @@ class _Parser(argparse.ArgumentParser):
 # (flags, argparse keywords). Every option takes a value, which the target splitter relies on.
 _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("-n", "--name"), {"metavar": "NAME", "help": "output path without extension (default: proton, "
-                                                   "relative to the current directory)"}),
+                                                   "relative to the current directory); '-' writes the "
+                                                   "profile to stdout and the program's stdout to stderr"}),
     (("-b", "--backend"), {"type": str.lower, "choices": backend_names(),
                            "help": "profiler backend (default: cupti where a GPU is usable)"}),
     (("-c", "--context"), {"type": str.lower, "choices": CONTEXTS, "default": "shadow",
@@ -259,7 +260,7 @@ def run(opts: Options) -> int:
     if sid is None:
         _say("profiling is disabled (LEPTON_DISABLE or TRITON_PROTON_DISABLE); no profile is written")
     with RunSignals() as signals:
-        with sessions.pinned(sid):
+        with sessions.pinned(sid), program_stdout_to_stderr(opts.name in ("", "-")):
             code = run_target(opts.target, on_end=signals.defer)
         sessions.record_command(target_command(opts.target))
         files, write_failed = _finalize(sid, sessions)
@@ -272,6 +273,35 @@ def run(opts: Options) -> int:
         printed = _print_trees(opts.print_metrics, files)
         code = code or printed
     return code
+
+
+@contextlib.contextmanager
+def program_stdout_to_stderr(active: bool) -> Iterator[None]:
+    """With `-n -` stdout carries the profile alone, so while the target runs its stdout goes to
+    stderr: file descriptor 1, so that C libraries and child processes follow too."""
+    if not active:
+        yield
+        return
+    _flush_stdout()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout or stderr to move: nothing could mix
+        yield
+        return
+    try:
+        yield
+    finally:
+        _flush_stdout()  # what the target left in Python's buffer is its output: to stderr too
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):  # closed or replaced by the target
+        pass
 
 
 def target_command(target: Target) -> RunCommand:

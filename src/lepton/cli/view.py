@@ -2,7 +2,7 @@
 
 Parse (once) -> typed `ViewOptions` -> the viewer's pipeline (`viewer.pipeline.show`) -> exit code:
 0 shown, 2 for a bad file, metric, pattern or argument (with one line on stderr saying what is
-wrong), 1 where `--sass` or `--lines` find nothing to show.
+wrong), 1 where `--sass` or `--lines` find nothing to show or `--fail-above` finds a node slower.
 """
 from __future__ import annotations
 
@@ -20,16 +20,17 @@ from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError
 from ..viewer.load import ProfileError
 from ..viewer.next_tool import HandoffError
-from ..viewer.pipeline import EXIT_BAD_INPUT, EXIT_OK, PROG, ViewOptions, list_text, show
+from ..viewer.pipeline import EXIT_BAD_INPUT, EXIT_OK, PROG, OptionError, ViewOptions, list_text, show
 from ..viewer.render import DEFAULT_MAX_NODES
 
 __all__ = ["ViewOptions", "build_parser", "console_main", "list_text", "main", "parse_options"]
 
-BAD_INPUT = (ProfileError, MetricError, FilterError, HandoffError)
+BAD_INPUT = (ProfileError, MetricError, FilterError, HandoffError, OptionError)
 
 
-METRICS_HELP = """Metrics to show, comma separated (default: time/ms). Names are case-insensitive
-and may leave out the unit ("time" for "time (ns)"). Derived metrics:
+METRICS_HELP = """Metrics to show, comma separated (default: the first the profile has of num_samples,
+cycles, time/ms and cpu_time/ms). Names are case-insensitive and may leave out the unit ("time"
+for "time (ns)"); a node without a value shows "-". Derived metrics:
 - time/s, time/ms, time/us, time/ns: time
 - avg_time/<unit>: time / count; cpu_time/<unit>, avg_cpu_time/<unit>: cpu_timed_scope time
 - flop[8|16|32|64]/s, gflop.../s, tflop.../s: flops / time
@@ -61,8 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how to show file:line@function frame names (default full)")
     parser.add_argument("--print-sorted", "--print_sorted", dest="print_sorted", action="store_true",
                         help="after the tree, list the frames sorted by the first metric")
-    parser.add_argument("-diff", "--diff-profile", dest="diff_profile", metavar="OTHER",
-                        help="show FILE minus OTHER")
+    parser.add_argument("-diff", "--diff-profile", dest="diff_profile", metavar="A",
+                        help="show FILE minus A (B − A, B being FILE, as proton-viewer subtracts), with\n"
+                             "each node's change in percent of A and the nodes only one profile has")
+    parser.add_argument("--fail-above", type=_percent, metavar="PCT",
+                        help="with -diff: exit 1 when a node shown (ROOT, the total, among them) got\n"
+                             "slower than in A by more than PCT percent of the first -m metric (a node\n"
+                             "only FILE has counts as slower), naming the worst on stderr; for CI")
     color = parser.add_mutually_exclusive_group()
     color.add_argument("--no-color", dest="color", action="store_const", const="never",
                        help="never colour the output (default: colour on a terminal)")
@@ -73,8 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     names.add_argument("--full-names", action="store_true",
                        help="show C++ kernel names demangled in full (default: demangled, with template\n"
                             "arguments and parameters folded: at::native::elementwise_kernel<…>)")
-    parser.add_argument("--output", choices=("tree", "csv", "json"), default="tree",
-                        help="tree (default), or csv / json for scripts")
+    parser.add_argument("--output", choices=("tree", "csv", "json", "speedscope", "folded"), default="tree",
+                        help="tree (default); csv / json for scripts; speedscope (JSON for\n"
+                             "https://www.speedscope.app, a profile per metric) or folded (`a;b;c value`\n"
+                             "lines for flamegraph.pl and inferno, one metric) for flame graphs")
     parser.add_argument("--width", type=int, default=None,
                         help="shorten names to fit this many columns (default: the terminal's; 0: never)")
     parser.add_argument("--max-nodes", type=_count, default=DEFAULT_MAX_NODES, metavar="N",
@@ -119,6 +127,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _percent(text: str) -> float:
+    value = float(text.rstrip("%"))
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a percentage of 0 or more, not {text}")
+    return value
+
+
 def parse_options(argv: Sequence[str] | None) -> ViewOptions:
     """The typed options of a command line; argparse exits with 2 on a bad one (0 for -h, --version)."""
     args = build_parser().parse_args(argv)
@@ -130,7 +145,7 @@ def parse_options(argv: Sequence[str] | None) -> ViewOptions:
                        print_sorted=args.print_sorted, diff_file=args.diff_profile,
                        color=args.color or "auto", mangled=args.mangled, full_names=args.full_names,
                        output=args.output, width=args.width, max_nodes=args.max_nodes, ncu=args.ncu,
-                       sass=args.sass, lines=args.lines)
+                       sass=args.sass, lines=args.lines, fail_above=args.fail_above)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

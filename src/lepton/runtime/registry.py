@@ -25,6 +25,7 @@ from ..model.aggregate import kernel_paths
 from ..model.profile import Profile
 from ..model.records import CycleLaunch, KernelBatch
 from ..model.timeline import ThreadTimelines
+from ..progress import progress
 from . import exit_signals
 from .hot_path import HOT_PATH, HotPath
 from .phase_files import PhaseWriter, flushing_format, write_phase
@@ -289,7 +290,7 @@ class SessionRegistry:
             try:
                 # A signal in the middle of the write would lose the profile: it waits (Ctrl-C
                 # raises KeyboardInterrupt once the files are written).
-                with exit_signals.deferred():
+                with exit_signals.deferred(), progress(_writing(sessions)):
                     self._flush(sessions, ending=True)
                     self.phase_writer.drain()  # phases completed earlier are written first
                     for s in sessions:
@@ -416,6 +417,12 @@ class SessionRegistry:
                 s.dropped_records += count
         print(f"lepton: warning: {count} {reason} activity records were dropped (buffers full); "
               "the profile is missing them and says so in its metadata", file=sys.stderr)
+
+
+def _writing(sessions: list[Session]) -> str:
+    """The progress line's label of a finalize: the profiles it writes."""
+    names = ["stdout" if s.path in ("", "-") else os.path.basename(s.path) for s in sessions]
+    return f"lepton: writing {', '.join(names) or 'the profile'}"
 
 
 REGISTRY = SessionRegistry(HOT_PATH)

@@ -180,6 +180,13 @@ def metric_kind(request: str) -> MetricKind:
     return "raw"
 
 
+def higher_is_better(request: str) -> bool:
+    """Whether more of this -m metric is better (rates such as tflop16/s, and util): a drop in it
+    is what --fail-above calls slower. More time, samples, cycles or bytes is slower."""
+    kind = metric_kind(request.strip())
+    return kind == "util" or (kind == "formula" and FORMULAS[request.strip().lower()].shape == "rate")
+
+
 def _units_of() -> dict[str, list[str]]:
     """"time" -> ["s", "ms", "us", "ns"]: the units each derived metric comes in."""
     units: dict[str, list[str]] = {}

@@ -24,7 +24,28 @@ class Diff:
     side: np.ndarray | None  # BOTH / ONLY_LEFT / ONLY_RIGHT per node; None when the trees match
 
 
-def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns: list[Column]) -> Diff:
+@dataclass
+class Union:
+    """The union of two trees, nodes matched by their path of frames, and where each tree's
+    nodes went in it."""
+
+    tree: Tree
+    left_row: np.ndarray  # the union row of each of the left tree's nodes
+    right_row: np.ndarray
+    side: np.ndarray  # BOTH / ONLY_LEFT / ONLY_RIGHT per union node
+
+    def spread(self, left: np.ndarray | None, right: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-node values of each tree on the union's rows, NaN where a tree lacks the node."""
+        a = np.full(len(self.tree), np.nan)
+        b = np.full(len(self.tree), np.nan)
+        if left is not None:
+            a[self.left_row] = left
+        if right is not None:
+            b[self.right_row] = right
+        return a, b
+
+
+def union(left: Tree, right: Tree) -> Union:
     index: dict[tuple, int] = {}
     parents: list[int] = []
     names: list[str] = []
@@ -40,16 +61,17 @@ def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns:
     parent_array = np.array(parents, dtype=np.int64)
     tree = Tree(parent=parent_array, depth=depths_of(parent_array), names=names, frame_types=frame_types,
                 root_keys=left.root_keys, key_order=left.key_order, devices=left.devices)
+    return Union(tree, left_row, right_row, side)
+
+
+def subtract(left: Tree, left_columns: list[Column], right: Tree, right_columns: list[Column]) -> Diff:
+    both = union(left, right)
     columns = []
     for i, column in enumerate(left_columns):
-        a = np.full(n, np.nan)
-        a[left_row] = column.values
-        b = np.full(n, np.nan)
-        if i < len(right_columns):
-            b[right_row] = right_columns[i].values
+        a, b = both.spread(column.values, right_columns[i].values if i < len(right_columns) else None)
         difference = a - b
         columns.append(Column(column.label, np.where(np.isnan(difference), a, difference)))
-    return Diff(tree, columns, side if (side != BOTH).any() else None)
+    return Diff(both.tree, columns, both.side if (both.side != BOTH).any() else None)
 
 
 def add_to_union(tree: Tree, index: dict, parents: list, names: list, frame_types: list) -> np.ndarray:

@@ -17,10 +17,13 @@ _ZERO, _POINT, _MINUS = ord("0"), ord("."), ord("-")
 _ROW_END = "\0"  # ends each row in the buffer; no formatted number holds it
 
 
-def format_rows(columns: list[np.ndarray], digits: int = 3, separator: str = " ", end: str = "") -> list[str]:
+def format_rows(columns: list[np.ndarray], digits: int = 3, separator: str = " ", end: str = "",
+                nan: str = "nan") -> list[str]:
     """[separator.join(f"{v:.{digits}f}" for v in row) + end for row in zip(*columns)], for one or
-    more float columns of one length, digits >= 1, and an ASCII separator and end."""
-    layouts = [_Layout(np.asarray(values, dtype=np.float64), digits) for values in columns]
+    more float columns of one length, digits >= 1, and an ASCII separator and end; NaN shows as
+    `nan` (ASCII)."""
+    nan_text = nan.encode("ascii")
+    layouts = [_Layout(np.asarray(values, dtype=np.float64), digits, nan_text) for values in columns]
     pieces = [separator] * (len(layouts) - 1) + [end]
     row_lengths = sum(layout.lengths + len(piece) for layout, piece in zip(layouts, pieces))
     if len(row_lengths) == 0:
@@ -39,7 +42,7 @@ def format_rows(columns: list[np.ndarray], digits: int = 3, separator: str = " "
 class _Layout:
     """One column's texts: their lengths, to lay the rows out, then their characters."""
 
-    def __init__(self, values: np.ndarray, digits: int) -> None:
+    def __init__(self, values: np.ndarray, digits: int, nan: bytes = b"nan") -> None:
         self.digits = digits
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = np.abs(values) * 10.0 ** digits
@@ -52,9 +55,9 @@ class _Layout:
         self.figures = np.maximum(np.searchsorted(_POWERS_OF_TEN, self.scaled, side="right"), digits + 1)
         self.lengths = np.empty(len(values), dtype=np.int64)
         self.lengths[self.rows] = self.negative + self.figures + 1  # sign, digits, point
-        # NaN (whatever its sign bit) and infinities as Python prints them; ties and huge values
-        # by Python itself.
-        self.constants = {b"nan": np.flatnonzero(np.isnan(values)),
+        # NaN (whatever its sign bit) as asked, infinities as Python prints them; ties and huge
+        # values by Python itself.
+        self.constants = {nan: np.flatnonzero(np.isnan(values)),
                           b"inf": np.flatnonzero(np.isposinf(values)),
                           b"-inf": np.flatnonzero(np.isneginf(values))}
         for text, rows in self.constants.items():

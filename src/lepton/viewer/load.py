@@ -15,6 +15,7 @@ import numpy as np
 
 from ..model.gc_pause import gc_paused
 from ..model.hatchet_names import RUN_METADATA_KEY
+from ..progress import progress
 from . import deep
 from .flat_tree import NO_PARENT, Tree
 from .walk import Walk, WalkBuilder, walk_nodes
@@ -30,7 +31,17 @@ class ProfileError(ValueError):
 
 def load(path: str | os.PathLike) -> Tree:
     """Reads a hatchet JSON or hatchet MessagePack file (detected from its content)."""
-    return load_bytes(read_file(path), os.fspath(path))
+    with progress(_loading(path)):
+        return load_bytes(read_file(path), os.fspath(path))
+
+
+def _loading(path: str | os.PathLike) -> str:
+    """The progress line's label: the file and its size."""
+    try:
+        size = f" ({os.path.getsize(path) / 1e6:,.0f} MB)"
+    except OSError:
+        size = ""
+    return f"lepton-view: loading {os.fspath(path)}{size}"
 
 
 def read_file(path: str | os.PathLike) -> bytes:
@@ -78,9 +89,10 @@ def _first_byte(data: bytes) -> bytes:
 def load_document(path: str | os.PathLike) -> list:
     """A hatchet file's decoded document, `[tree, devices]` (JSON or MessagePack), for tools that walk
     the nested tree themselves (`viewer.lines`)."""
-    data, source = read_file(path), os.fspath(path)
-    with gc_paused():
-        document = _decoded(data, source)
+    with progress(_loading(path)):
+        data, source = read_file(path), os.fspath(path)
+        with gc_paused():
+            document = _decoded(data, source)
     if document is _TOO_DEEP:
         raise ProfileError(f"'{source}' nests too deep for this view; lepton-view reads it")
     return document

@@ -16,23 +16,47 @@ from typing import Literal, TextIO
 
 import numpy as np
 
+from ..progress import progress
+from . import gate
+from .compare import change_columns, compare, header, json_header
+from .compare import notes as diff_notes
 from .demangle import demangle
-from .derive import Catalog, Column, MetricError, derive, negative_byte_warning, short_name
-from .diff import subtract
+from .derive import Catalog, Column, MetricError, derive, higher_is_better, negative_byte_warning, short_name
 from .escape import printable
+from .export_folded import write_folded
+from .export_speedscope import write_speedscope
 from .filters import FilterError, apply_filters
 from .flat_tree import Tree
 from .load import ProfileError, load
 from .next_tool import handoff
 from .ranks import check_one_run, merge, rank_label, rank_view
-from .render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
+from .render import (
+    DEFAULT_MAX_NODES,
+    RenderOptions,
+    display_names,
+    name_style,
+    shown_nodes,
+    write_csv,
+    write_json,
+    write_sorted,
+    write_tree,
+)
+from .stacks import check_adds_up
 
 PROG = "lepton-view"
 EXIT_OK, EXIT_NOTHING_TO_SHOW, EXIT_BAD_INPUT = 0, 1, 2
-DEFAULT_METRIC = "time/ms"  # proton-viewer prints nothing without -m; we show time
+# proton-viewer prints nothing without -m; we show the metric a profile of its kind is about:
+# samples for instruction sampling, cycles for instrumentation, kernel time, CPU scope time.
+DEFAULT_METRICS = (("num_samples", "num_samples"), ("cycles", "cycles"), ("time", "time/ms"),
+                   ("cpu_time", "cpu_time/ms"))
 
 ColorMode = Literal["auto", "always", "never"]
-OutputFormat = Literal["tree", "csv", "json"]
+OutputFormat = Literal["tree", "csv", "json", "speedscope", "folded"]
+EXPORTS = ("speedscope", "folded")  # flame-graph files of one profile
+
+
+class OptionError(ValueError):
+    """Options that do not go together. The message is one line and says what to do."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +83,7 @@ class ViewOptions:
     ncu: str | None = None  # print the Nsight Compute command for the kernel matching this regex
     sass: str | None = None  # the hottest instructions of the sampled kernels matching this regex
     lines: int | None = None  # the N hottest source lines of each sampled kernel
+    fail_above: float | None = None  # with -diff: exit 1 when a node got slower by more than this %
 
 
 @dataclass(frozen=True)
@@ -111,27 +136,38 @@ def list_text(tree: Tree) -> str:
 
 
 def default_metrics(tree: Tree) -> list[str]:
-    try:
-        Catalog.of(tree).match("time")
-        return [DEFAULT_METRIC]
-    except MetricError:
-        raise MetricError(f"no -m given and the profile has no time; {Catalog.of(tree).describe()}") from None
+    """The first of DEFAULT_METRICS that some node of `tree` has a non-zero value of (Proton's
+    writer puts zeros on ROOT for metrics no node may have)."""
+    catalog = Catalog.of(tree)
+    for raw_name, metric in DEFAULT_METRICS:
+        try:
+            values = tree.numbers.get(catalog.match(raw_name))
+        except MetricError:
+            continue
+        if values is not None and np.any(np.nan_to_num(values) != 0):
+            return [metric]
+    raise MetricError("no -m given, and the profile has none of time, cpu_time, num_samples or cycles to "
+                      f"show by default: pick a metric with -m; {catalog.describe()}")
 
 
 # -- the whole pipeline -----------------------------------------------------------------------------
 def show(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
     """Shows what `options` ask for; returns the exit code. Bad input raises the viewer's errors
-    (ProfileError, MetricError, FilterError, HandoffError), each with a one-line message."""
+    (ProfileError, MetricError, FilterError, HandoffError, OptionError), each with a one-line
+    message."""
+    check_options(options)
     if options.ncu is not None:
         return _handoff(options.file, options.ncu, stdout, stderr)
     if options.sass is not None:
         from .sass import show_sass
 
-        return show_sass(options.file, options.sass, stdout, stderr)
+        style = name_style(render_options(options, stdout))
+        return show_sass(options.file, options.sass, stdout, stderr, style)
     if options.lines is not None:
         from .lines import show_lines
 
-        return show_lines(options.file, options.lines, options.include, stdout, stderr)
+        return show_lines(options.file, options.lines, options.include, stdout, stderr,
+                          name_style(render_options(options, stdout)))
     if options.html:
         return _write_report(options, options.html, stdout, stderr)
     if options.more_files:
@@ -156,23 +192,84 @@ def _show_one(tree: Tree, options: ViewOptions, stdout: TextIO, stderr: TextIO) 
         raise ProfileError(f"'{options.file}' has no metrics to show")
     metrics = options.metrics or default_metrics(tree)
     view = prepare(tree, metrics, options)
-    tree, columns, warnings, side = view.tree, view.columns, view.warnings, None
-    if options.diff_file:
-        other = prepare(load_profile(options.diff_file), metrics, options)
-        result = subtract(tree, columns, other.tree, other.columns)
-        tree, columns, side, warnings = result.tree, result.columns, result.side, warnings + other.warnings
     render = render_options(options, stdout)
-    if options.output == "csv":
-        write_csv(stdout, tree, columns, render, side)
+    if options.diff_file:
+        return _show_diff(view, metrics, options, render, stdout, stderr)
+    tree, columns = view.tree, view.columns
+    if options.output in EXPORTS:
+        _export(tree, columns, metrics, options, render, stdout)
+    elif options.output == "csv":
+        write_csv(stdout, tree, columns, render)
     elif options.output == "json":
-        write_json(stdout, tree, columns, render, side)
+        write_json(stdout, tree, columns, render)
     else:
-        write_tree(stdout, tree, columns, render, side)
+        write_tree(stdout, tree, columns, render)
         if options.print_sorted:
             write_sorted(stdout, tree, columns, render)
-    for warning in warnings:
+    for warning in view.warnings:
         note(stderr, warning)
     return EXIT_OK
+
+
+def _show_diff(view: Prepared, metrics: Sequence[str], options: ViewOptions, render: RenderOptions,
+               stdout: TextIO, stderr: TextIO) -> int:
+    """-diff A: B (the positional profile) minus A, then --fail-above's verdict on stderr."""
+    assert options.diff_file is not None
+    other = prepare(load_profile(options.diff_file), metrics, options)
+    with progress(f"{PROG}: comparing the profiles", stderr):
+        comparison = compare(view.tree, view.columns, other.tree, other.columns, options.file,
+                             options.diff_file)
+    tree, columns = comparison.tree, comparison.columns
+    names = display_names(tree, render, escape=False)
+    verdict = None
+    if options.fail_above is not None:
+        verdict = gate.check(comparison, options.fail_above, higher_is_better(metrics[0]),
+                             shown_nodes(tree, options.depth).order)
+    if options.output in ("csv", "json"):
+        with_changes = columns + change_columns(comparison)
+        if options.output == "csv":
+            write_csv(stdout, tree, with_changes, render, comparison.side)
+        else:
+            top = {**json_header(comparison), **(gate.as_json(verdict, comparison, names) if verdict else {})}
+            write_json(stdout, tree, with_changes, render, comparison.side, top)
+    else:
+        stdout.write(header(comparison))
+        write_tree(stdout, tree, columns, render, notes=diff_notes(comparison, render.color))
+        if options.print_sorted:
+            write_sorted(stdout, tree, columns, render)
+    for warning in view.warnings + other.warnings:
+        note(stderr, warning)
+    if verdict is None:
+        return EXIT_OK
+    stdout.flush()  # the verdict comes last, after the tree, where both go to one terminal
+    stderr.write(gate.report(verdict, comparison, names))
+    return EXIT_OK if verdict.passed else gate.EXIT_SLOWER
+
+
+def _export(tree: Tree, columns: list[Column], metrics: Sequence[str], options: ViewOptions,
+            render: RenderOptions, stdout: TextIO) -> None:
+    """--output speedscope|folded: flame-graph files of the metrics asked for."""
+    for request in metrics:
+        check_adds_up(request, options.output)
+    names = display_names(tree, render, escape=False)
+    if options.output == "folded":
+        if len(columns) != 1:
+            raise OptionError("--output folded holds one metric: give one with -m (speedscope takes several)")
+        write_folded(stdout, tree, columns[0], names, options.depth)
+    else:
+        title = os.path.basename(options.file)
+        write_speedscope(stdout, tree, columns, list(metrics), names, options.depth, title)
+
+
+def check_options(options: ViewOptions) -> None:
+    """Options that do not go together, before anything is read."""
+    if options.fail_above is not None and not options.diff_file:
+        raise OptionError("--fail-above compares two profiles: give the baseline with -diff BASELINE")
+    if options.output in EXPORTS and options.diff_file:
+        raise OptionError(f"--output {options.output} draws one profile, not a difference: "
+                          "drop -diff, or use --output json")
+    if options.output in EXPORTS and options.more_files and not options.merge:
+        raise OptionError(f"--output {options.output} draws one profile: give one file, or --merge sum|mean")
 
 
 def _show_ranks(options: ViewOptions, stdout: TextIO, stderr: TextIO) -> int:
@@ -230,7 +327,8 @@ def _write_report(options: ViewOptions, html: str, stdout: TextIO, stderr: TextI
         if terminal_only:
             raise ReportError(f"{', '.join(terminal_only)} shape the terminal's output, not the --html page: "
                               "leave them out")
-        text = make_page(request)
+        with progress(f"{PROG}: making the report", stderr):
+            text = make_page(request)
         where = write_page(text, html, stdout)
     except ReportError as err:
         print(f"{PROG}: error: {printable(str(err))}", file=stderr)

@@ -2,7 +2,8 @@
 
 The tree is what `gf.tree(metric_column=..., expand_name=True, render_header=False)` prints and
 `print` ends with an empty line: one line per node, "<v1:.3f> <v2:.3f> <name>", children sorted by
-frame (name, then type) under "├─ ", "│  ", "└─ ", nodes deeper than `depth` left out, NaN as "nan".
+frame (name, then type) under "├─ ", "│  ", "└─ ", nodes deeper than `depth` left out. A node with
+no value prints "-" where hatchet prints "nan": every number hatchet prints is printed the same.
 On a terminal the first value is coloured by where it falls between the column's min and max,
 with hatchet's RdYlGn bands, and the other values are faint.
 """
@@ -25,6 +26,7 @@ from .fixed import format_rows
 from .flat_tree import Tree
 from .names import NameStyle, readable_names
 from .shorten import shorten
+from .unique_paths import unique_suffixes
 
 BRANCH, PIPE, LAST, SPACE = "├─ ", "│  ", "└─ ", "   "
 
@@ -34,6 +36,7 @@ COLOR_BANDS = ((0.9, "\033[38;5;196m"), (0.7, "\033[38;5;208m"), (0.5, "\033[38;
 COLOR_BELOW_MIN = "\033[34m"  # NaN and negative proportions, as hatchet
 FAINT, RESET = "\033[2m", "\033[0m"
 MARKERS = {ONLY_LEFT: ("◀ ", "\033[38;5;160m"), ONLY_RIGHT: ("▶ ", "\033[38;5;28m")}
+MISSING = "-"  # a node without a value (hatchet: "nan"), in the tree and in --print-sorted
 SORTED_NAME_CHARS = 100  # proton-viewer cuts names to 100 characters (+ "...") in --print-sorted
 MIN_NAME_WIDTH = 20  # never shorten a name below this, however deep the node
 
@@ -54,6 +57,7 @@ class RenderOptions:
     color: bool = False
     width: int | None = None  # terminal columns to fit names into; None keeps names whole
     max_nodes: int | None = DEFAULT_MAX_NODES  # lines of a tree or sorted list; None: all
+    missing: str = MISSING  # what a node without a value shows (ASCII)
 
 
 def display_names(tree: Tree, options: RenderOptions, escape: bool = True) -> list[str]:
@@ -206,8 +210,8 @@ def write_tree(out: TextIO, tree: Tree, columns: list[Column], options: RenderOp
         # A line is "<prefix><v1> <v2> <name>\n", joined from per-node cells that end in their
         # separator: the fewer strings per line, the faster the join.
         chunk_values = [v[chunk] for v in values]
-        plain = format_rows(chunk_values, end=" ") if values else [" "] * len(chunk)
-        cells = _painted(chunk_values, painter) if painter else [plain]
+        plain = format_rows(chunk_values, end=" ", nan=options.missing) if values else [" "] * len(chunk)
+        cells = _painted(chunk_values, painter, options.missing) if painter else [plain]
         name_cells = list(map(names.__getitem__, name_positions[chunk].tolist()))
         if not plain_names:
             for i, node in enumerate(chunk.tolist()):
@@ -227,9 +231,9 @@ def left_out_line(left_out: int, max_nodes: int | None) -> str:
             "--max-nodes 0 shows all, -d, -i, -e or -t fewer]\n")
 
 
-def _painted(values: list[np.ndarray], painter: _Painter) -> list[list[str]]:
+def _painted(values: list[np.ndarray], painter: _Painter, missing: str) -> list[list[str]]:
     """The number cells on a terminal: the first metric coloured by its value, the others faint."""
-    numbers = [format_rows([v]) for v in values]
+    numbers = [format_rows([v], nan=missing) for v in values]
     cells = [[painter.paint(v, text) + " " for v, text in zip(values[0].tolist(), numbers[0])]]
     return cells + [[FAINT + text + RESET + " " for text in texts] for texts in numbers[1:]]
 
@@ -276,21 +280,32 @@ def sorted_text(tree: Tree, columns: list[Column], options: RenderOptions) -> st
 def write_sorted(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions) -> None:
     """`--print-sorted`: every node by the first metric, largest first, skipping the first row
     (normally ROOT) as proton-viewer does. Ties keep tree order; NaN goes last. At most
-    `options.max_nodes` lines."""
+    `options.max_nodes` lines. A name that several listed nodes share gets as much of its path
+    as tells them apart (`fused/1024`)."""
     names = _distinct_display_names(tree, options)
     column = columns[0]
     order = _descending(column.values)[1:]
     shown = order if options.max_nodes is None else order[:options.max_nodes]
+    labels = unique_suffixes(tree, shown, names)
     out.write(f"Sorted kernels by metric {printable(column.label)}\n")
     for start in range(0, len(shown), CHUNK_NODES):
         chunk = shown[start:start + CHUNK_NODES]
         lines = []
-        for node, value in zip(chunk.tolist(), column.values[chunk].tolist()):
-            name = names[tree.name_codes.positions[node]]
-            name = name[:SORTED_NAME_CHARS] + "..." if len(name) > SORTED_NAME_CHARS else name
-            lines.append(f"{name:105} {value:.4}\n")
+        for node, label, value in zip(chunk.tolist(), labels[start:start + CHUNK_NODES],
+                                      column.values[chunk].tolist()):
+            is_path = label != names[tree.name_codes.positions[node]]
+            text = options.missing if math.isnan(value) else format(value, ".4")
+            lines.append(f"{_sorted_label(label, is_path):105} {text}\n")
         out.write("".join(lines))
     out.write(left_out_line(len(order) - len(shown), options.max_nodes))
+
+
+def _sorted_label(label: str, is_path: bool) -> str:
+    """proton-viewer's cut of a long name, name[:100] + "..."; a path loses its middle instead,
+    keeping the parents that tell it apart."""
+    if len(label) <= SORTED_NAME_CHARS:
+        return label
+    return shorten(label, SORTED_NAME_CHARS) if is_path else label[:SORTED_NAME_CHARS] + "..."
 
 
 def _descending(values: np.ndarray) -> np.ndarray:
@@ -329,25 +344,28 @@ def write_csv(out: TextIO, tree: Tree, columns: list[Column], options: RenderOpt
         writer.writerows(rows)
 
 
-def json_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None) -> str:
+def json_text(tree: Tree, columns: list[Column], options: RenderOptions, side: np.ndarray | None = None,
+              top: dict | None = None) -> str:
     out = io.StringIO()
-    write_json(out, tree, columns, options, side)
+    write_json(out, tree, columns, options, side, top)
     return out.getvalue()
 
 
 def write_json(out: TextIO, tree: Tree, columns: list[Column], options: RenderOptions,
-               side: np.ndarray | None = None) -> None:
+               side: np.ndarray | None = None, top: dict | None = None) -> None:
     """{"metrics": [labels], "nodes": [{"id", "parent", "depth", "name", "values"}]}, tree order,
-    every node above options.depth; NaN is null. Flat, so that deep trees need no recursion to
-    read. Names are exact: JSON's own escapes (\\u001b) keep control characters off the terminal.
-    Written a node at a time, the same text as json.dumps(whole, indent=1)."""
+    every node above options.depth; NaN and infinities are null. Flat, so that deep trees need no
+    recursion to read. Names are exact: JSON's own escapes (\\u001b) keep control characters off
+    the terminal. `top`'s keys come first (the diff's files, the gate's verdict). Written a node at
+    a time, the same text as json.dumps(whole, indent=1)."""
     names = _distinct_display_names(tree, options, escape=False)
     labels = [c.label for c in columns]
     encoder = json.JSONEncoder(indent=1)
-    head, _, tail = encoder.encode({"metrics": labels, "nodes": [None]}).rpartition("\n  null\n")
+    top = top or {}
+    head, _, tail = encoder.encode({**top, "metrics": labels, "nodes": [None]}).rpartition("\n  null\n")
     order = shown_nodes(tree, options.depth).order
     if not len(order):
-        out.write(encoder.encode({"metrics": labels, "nodes": []}) + "\n")
+        out.write(encoder.encode({**top, "metrics": labels, "nodes": []}) + "\n")
         return
     out.write(head + "\n")
     for start in range(0, len(order), CHUNK_NODES):
@@ -377,4 +395,5 @@ def _json_number(value: float) -> float | None:
 
 
 def _side_name(side: np.ndarray, node: int) -> str:
-    return {ONLY_LEFT: "left", ONLY_RIGHT: "right"}.get(int(side[node]), "")
+    """The profile that alone has the node: B, the positional one, or A, the -diff one."""
+    return {ONLY_LEFT: "B", ONLY_RIGHT: "A"}.get(int(side[node]), "")
