@@ -431,3 +431,33 @@ def test_a_trace_draws_the_capture_scopes_of_each_replay_on_a_graph_lane(torch_t
         assert flat[path + ("copy_kernel",)]["count"] == 1
     assert flat[at + ("a", "b", "c", "<metric>")]["count"] == 1
     assert flat[at + ("a", "b", "c")] == {"m1": 1.0}
+
+
+def test_periodic_flushing_writes_each_phase_with_the_metrics_of_its_replays(torch_twin):
+    """Proton main's test_periodic_flushing_cudagraph on the CPU: a phase's file, written once a
+    later phase's kernel arrives, holds the metrics its graph replays recorded (read from the
+    device before the file is handed to the writer)."""
+    torch = torch_twin
+    sid = proton.start("t", backend="fake", mode="periodic_flushing:format=hatchet")
+    torch.listen()
+    a = torch.tensor([1.0, 1.0, 1.0, 1.0])
+
+    def fn():
+        with proton.scope("scope_a", metrics={"bytes": 16, "sum": a.sum()}):
+            a.fill_(1.0)
+
+    fn()
+    g = capture(torch, 1, fn)
+    with proton.scope("test0"):
+        for i in range(6):
+            if i and i % 2 == 0:
+                proton.data.advance_phase(session=sid)
+            g.replay()
+    proton.finalize()
+    for phase in range(3):
+        with open(f"t.part_{phase}.hatchet") as f:
+            root = json.load(f)[0]
+        test0 = next(c for c in root["children"] if c["frame"]["name"] == "test0")
+        captured = test0["children"][0]
+        scope_a = next(c for c in captured["children"] if c["frame"]["name"] == "scope_a")
+        assert scope_a["metrics"]["bytes"] == 32 and scope_a["metrics"]["sum"] == 8.0, phase

@@ -271,8 +271,14 @@ class SessionRegistry:
     def _write_completed(self, session: Session, completed: list) -> None:
         """Hands the phases that periodic flushing writes now to the writer's thread."""
         for phase, data, beside in completed:
-            self.phase_writer.submit(functools.partial(write_phase, session, phase, data,
-                                                       session.flush_format, not beside, self._profile))
+            self.phase_writer.submit(functools.partial(self._drain_and_write, session, phase, data, not beside))
+
+    def _drain_and_write(self, session: Session, phase: int, data, new_file: bool) -> None:
+        """On the writer's thread: the device values of the phase's kernels (tensor metrics, metrics
+        of CUDA graph replays) are added before its file is written, which is its last word; the
+        wait for the device happens here, not on CUPTI's thread that completed the phase."""
+        self.hot_path.tensor_metrics.drain([session])
+        write_phase(session, phase, data, session.flush_format, new_file, self._profile)
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the
