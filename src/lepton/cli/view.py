@@ -6,11 +6,13 @@ argument (with one line on stderr saying what is wrong).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
@@ -22,7 +24,7 @@ from ..viewer.diff import subtract
 from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError, apply_filters
 from ..viewer.flat_tree import Tree
-from ..viewer.load import ProfileError, load_bytes, read_file, without_gc
+from ..viewer.load import ProfileError, ProfileWarning, load_bytes, read_file, without_gc
 from ..viewer.next_tool import HandoffError, handoff
 from ..viewer.ranks import check_one_run, merge, rank_label, rank_view
 from ..viewer.render import DEFAULT_MAX_NODES, RenderOptions, write_csv, write_json, write_sorted, write_tree
@@ -164,6 +166,31 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     options = parse_options(argv)  # argparse exits with 2 on a bad command line
+    if options.depth < 1:  # hatchet prints nothing then: an empty output and exit 0 told the user nothing
+        print(f"{PROG}: error: -d/--depth must be 1 or more (1 shows ROOT alone), not {options.depth}", file=stderr)
+        return EXIT_BAD_INPUT
+    with _warnings_as_lines(stderr):
+        return _main(options, argv, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _warnings_as_lines(stderr: TextIO) -> Iterator[None]:
+    """The loader's `ProfileWarning`s as one line each on stderr, when they happen."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ProfileWarning)
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, ProfileWarning):
+                print(f"{PROG}: warning: {printable(str(message))}", file=stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+def _main(options: ViewOptions, argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO) -> int:
     args = build_parser().parse_args(argv)
     lines, ncu = args.lines, args.ncu
     if ncu is not None:
