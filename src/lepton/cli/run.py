@@ -26,7 +26,7 @@ from typing import Literal
 from .. import __version__, api, writers
 from ..backends.base import backend_names
 from ..runtime import exit_signals
-from ..errors import LeptonError, UsageError
+from ..errors import LeptonError, UsageError, WriteError
 from ..model.profile import RunCommand
 from ..runtime.registry import REGISTRY
 from ..runtime.session import CONTEXTS, DATA_KINDS
@@ -433,6 +433,10 @@ def _finalize(sid: int | None, first_new_id: int) -> tuple[list[str], bool]:
     for i in ids:
         try:
             session_files = api.finalize(i)
+        except WriteError as e:  # every place was tried, and the message names each: no traceback
+            _say(f"error: could not write the profile of session {i}: {e}")
+            failed = True
+            continue
         except Exception:  # noqa: BLE001  (shown in full; the exit code says it failed)
             _say(f"error: could not write the profile of session {i}:")
             traceback.print_exc()

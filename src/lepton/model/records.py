@@ -125,6 +125,9 @@ class PhaseData(Protocol):
 
     def add_metrics(self, pid: int, metrics: dict) -> None: ...
 
+    def merged(self, pid: int, metrics: dict) -> tuple[dict, dict]:
+        """What `add_metrics` would record, without recording it; raises where it would."""
+
     def set_properties_once(self, pid: int, properties: dict) -> None: ...
 
     def add_scope_event(self, event) -> None: ...

@@ -49,6 +49,9 @@ class TraceData:
     def add_metrics(self, pid: int, metrics: dict) -> None:
         pass
 
+    def merged(self, pid: int, metrics: dict) -> tuple[dict, dict]:
+        return {}, {}
+
     def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None:
         pass
 

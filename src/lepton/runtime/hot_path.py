@@ -325,6 +325,9 @@ class HotPath:
         check_metrics(metrics)
         eff = self.threads.effective(self.threads.thread(), pid)
         py = python_path(self.paths) if self.python_sessions else None
+        if len(active) > 1:  # one session's refusal records the dict in none
+            for s in active:
+                s.check_metrics(py if s.context == "python" else eff, metrics)
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, metrics)
 

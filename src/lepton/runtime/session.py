@@ -69,7 +69,11 @@ def this_process_command() -> RunCommand:
     pkg x`, `python script.py x`), which rerun it; `sys.argv` where orig_argv is missing (< 3.10)."""
     argv = getattr(sys, "orig_argv", None)
     arguments = argv[1:] if argv else sys.argv
-    return RunCommand((sys.executable or "python", *arguments), os.getcwd())
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current folder was removed: start() still works (and writes elsewhere)
+        cwd = ""
+    return RunCommand((sys.executable or "python", *arguments), cwd)
 
 
 class Session:
@@ -145,6 +149,11 @@ class Session:
     def add_metrics(self, pid: int, metrics: dict) -> None:
         with self._lock:
             self.current.add_metrics(pid, metrics)
+
+    def check_metrics(self, pid: int, metrics: dict) -> None:
+        """Raises where `add_metrics` would refuse `metrics`; records nothing."""
+        with self._lock:
+            self.current.merged(pid, metrics)
 
     def launch_counter(self, key: tuple) -> itertools.count:
         """One hooked launch with metrics `key = (op, ((name, value), ...))`; returns the counter

@@ -42,7 +42,7 @@ def load(path: str | os.PathLike) -> Tree:
 
 
 MAX_BYTES_VARIABLE = "LEPTON_VIEW_MAX_BYTES"
-DEFAULT_MAX_BYTES = 16 << 30  # 16 GiB: 15x Lepton's largest profile seen (1 M nodes), far below /dev/zero
+DEFAULT_MAX_BYTES = 16 << 30  # generous: a million-node tree is a few hundred MB of JSON
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
 
