@@ -46,6 +46,19 @@ class TreeData:
         self.child_metrics: dict[tuple[int, str], dict[str, object]] = {}
         self.cycle_devices: set[int] = set()  # devices of instrumented launches
 
+    def copy(self) -> TreeData:
+        """A copy that later additions to this one do not change (a checkpoint writes it while
+        the session goes on): every container copied, each node's metrics dict and kernel stats too
+        (metric values are never changed in place: `merge_metric` makes new ones)."""
+        other = object.__new__(TreeData)
+        for name, value in vars(self).items():
+            if type(value) is dict:
+                value = {key: _copied(v) for key, v in value.items()}
+            elif type(value) in (set, list):
+                value = type(value)(value)
+            setattr(other, name, value)
+        return other
+
     def set_properties_once(self, pid: int, properties: dict[str, object]) -> None:
         """Kernel properties do not change between launches of one compiled kernel: recorded once."""
         if pid not in self.properties_set:
@@ -151,6 +164,14 @@ class TreeData:
     def device_ids(self) -> set[int]:
         return {k.device_id for k in self.kernels.values()} | self.cycle_devices
 
+
+
+def _copied(value):
+    if type(value) is dict:
+        return dict(value)
+    if type(value) is KernelStats:
+        return KernelStats(value.time_ns, value.count, value.device_id, value.device_type)
+    return value
 
 
 @dataclass

@@ -22,9 +22,9 @@ from ..backends.base import Backend, backend_factory, backend_names
 from ..errors import SessionNotFound, UsageError
 from ..model.aggregate import kernel_paths
 from ..model.profile import Profile
-from ..model.records import CycleLaunch, KernelBatch
+from ..model.records import CycleLaunch, KernelBatch, PhaseData
 from ..model.timeline import ThreadTimelines
-from . import exit_signals
+from . import checkpoint, exit_signals
 from .hot_path import HOT_PATH, HotPath
 from .session import CONTEXTS, DATA_KINDS, FORMATS, Session
 
@@ -86,6 +86,8 @@ class SessionRegistry:
         self._warned: set[str] = set()
         self._exit_hook = False
         self._owner_pid = os.getpid()  # the process whose sessions these are
+        # LEPTON_CHECKPOINT_S: the profiles so far, written every N seconds by a thread of its own.
+        self.checkpoints = checkpoint.Checkpointer(lambda: list(self.sessions.values()), self.profile_of)
         os.register_at_fork(after_in_child=self._forget_in_child)
 
     def _forget_in_child(self) -> None:
@@ -95,6 +97,7 @@ class SessionRegistry:
         self.sessions.clear()
         self.backends.clear()
         self._pinned = None
+        self.checkpoints.reset_in_child()
         self.hot_path.reset()
         self.hot_path.set_sessions(False, (), None)
 
@@ -171,6 +174,7 @@ class SessionRegistry:
             raise UsageError(f"Unknown context source: {context} (use one of: {', '.join(CONTEXTS)})")
         if data not in DATA_KINDS:
             raise UsageError(f"Unknown data: {data} (use one of: {', '.join(DATA_KINDS)})")
+        interval = checkpoint.interval_from_env()
         with self._lock:
             for s in self.sessions.values():
                 if s.path == path:
@@ -200,6 +204,8 @@ class SessionRegistry:
             # Scopes entered before start(): their kernels land under them too.
             self.hot_path.remark(self.hot_path.threads.thread())
             exit_signals.install(self._recording)
+            if interval is not None:
+                self.checkpoints.start(interval)
             return sid
 
     def _recording(self) -> bool:
@@ -260,6 +266,7 @@ class SessionRegistry:
                 # A signal in the middle of the write would lose the profile: it waits (Ctrl-C
                 # raises KeyboardInterrupt once the files are written).
                 with exit_signals.deferred():
+                    self.checkpoints.forget(sessions)  # waits for a checkpoint being written
                     self._flush(sessions, ending=True)
                     for s in sessions:
                         try:
@@ -317,14 +324,19 @@ class SessionRegistry:
         if not self.sessions:
             self.hot_path.reset()
             exit_signals.uninstall()
+            self.checkpoints.stop()
         self.refresh()
 
     # -- output -----------------------------------------------------------------------------------
-    def profile_of(self, session: Session, phase: int) -> Profile:
-        session.snapshot()
-        data = session.phases.get(phase)
-        if data is None:
-            raise UsageError(f"Phase {phase} has no data.")
+    def profile_of(self, session: Session, phase: int | PhaseData) -> Profile:
+        """The profile of one phase of `session` (a phase number, or a copy of a phase's data)."""
+        if isinstance(phase, int):
+            session.snapshot()
+            data = session.phases.get(phase)
+            if data is None:
+                raise UsageError(f"Phase {phase} has no data.")
+        else:
+            data = phase
         devices = {}
         backend = session.backend
         for did in data.device_ids():
@@ -339,7 +351,12 @@ class SessionRegistry:
         out = []
         for phase in sorted(session.phases):
             suffix = "" if session.phase == 0 else f".part_{phase}"
-            out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+            elsewhere = self.checkpoints.elsewhere(session, writers.output_path(session.path, fmt, suffix))
+            if elsewhere is None:
+                out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+            else:  # the checkpoints went there: the profile replaces them, unless its own file works now
+                out.append(writers.write_over(self.profile_of(session, phase), session.path, fmt, suffix, elsewhere))
+        self.checkpoints.finish(session, out)
         return out
 
     # -- kernels ----------------------------------------------------------------------------------

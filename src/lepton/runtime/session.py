@@ -182,6 +182,13 @@ class Session:
         with self._lock:
             self._fold_pending()
 
+    def copy_phases(self) -> tuple[dict[int, PhaseData], int]:
+        """A copy of every phase's data as it is now, counted launches folded in, and the current
+        phase: what a checkpoint writes while recording goes on. Holds the lock for the copy only."""
+        with self._lock:
+            self._fold_pending()
+            return {phase: data.copy() for phase, data in self.phases.items()}, self.phase
+
     def set_properties_once(self, pid: int, properties: dict) -> None:
         if pid in self.current.properties_set:  # the common case, without the lock
             return

@@ -195,6 +195,25 @@ def _reason(error: OSError) -> str:
     return error.strerror or str(error)
 
 
+def write_over(profile: Profile, name: str, fmt: str, phase_suffix: str, own: str) -> str:
+    """Writes `profile` as `write` does, where an earlier write of the same run (a checkpoint) fell
+    back to the file `own`: its own file if it can be written now, else over `own` (with one line
+    saying so), else as `write_with_fallback` does."""
+    path = output_path(name, fmt, phase_suffix)
+    payload = RENDERERS[fmt](profile)
+    try:
+        write_atomic(path, payload)
+        return path
+    except OSError as e:
+        reason = _reason(e)
+    try:
+        write_atomic(own, payload)
+    except OSError:
+        return write_with_fallback(path, payload)
+    print(f"lepton: could not write {path} ({reason}); profile written to {own}", file=sys.stderr)
+    return own
+
+
 def output_path(name: str, fmt: str, phase_suffix: str = "") -> str:
     """`name` + phase suffix + `.fmt`; a name already ending in `.fmt` is not extended twice."""
     ext = "." + fmt

@@ -333,6 +333,18 @@ class CuptiBackend(Backend):
         for timeline in self._time_lines():
             timeline.forget_before(flush_start)  # every launch before it has been attributed
 
+    def _do_deliver_completed(self) -> None:
+        """The buffers CUPTI has filled (not the partly filled ones, whose kernels may still run):
+        no device synchronize, so the program's GPU work goes on meanwhile. Kernels whose launch
+        record has not arrived wait for the next delivery, as on CUPTI's buffer thread."""
+        if self.collector is None:
+            return
+        self.cupti.flush_all(forced=False)
+        self._report_dropped()
+        if self.collector.pending:
+            self.collector.process(flush=False)
+            _recycle(self.collector.take_parsed_buffers())
+
     def _do_stop(self) -> None:
         try:
             cupti = self.cupti
