@@ -192,3 +192,22 @@ def test_exit_scope_across_an_open_with_scope_adds_no_metrics():
     proton.exit_scope("c", metrics={"b": 2})
     proton.finalize()
     assert tree("t.hatchet") == {"c": ({"b": 2}, {"d": ({}, {})})}
+
+
+# -- a flush that fails --------------------------------------------------------------------------
+def test_a_finalize_whose_flush_raises_still_writes_what_was_delivered(fake, monkeypatch):
+    """A backend that fails at its last flush (a GPU gone, a buffer it cannot decode): the profile
+    is written with what was delivered before, then the error is raised."""
+    proton.start("broken", backend="fake")
+    backend = fake()
+    with proton.scope("delivered"):
+        backend.launch("k", 10)
+    backend.flush()
+    with proton.scope("never_delivered"):
+        backend.launch("k", 10)
+    monkeypatch.setattr(backend, "_do_flush", lambda: (_ for _ in ()).throw(ValueError("cannot decode")))
+    with pytest.raises(ValueError, match="cannot decode"):
+        proton.finalize()
+    assert set(tree("broken.hatchet")) == {"delivered", "never_delivered"}
+    assert tree("broken.hatchet")["delivered"][1]["k"][0]["count"] == 1
+    assert REGISTRY.sessions == {}

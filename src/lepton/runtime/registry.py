@@ -251,7 +251,8 @@ class SessionRegistry:
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the
-        files written. A flush or write that raises still removes them: a session left behind
+        files written. A flush that raises still has the profiles written (with what was delivered
+        before), then raises. A flush or write that raises still removes them: a session left behind
         would keep its backend and hook for the next `start` (a backend whose decoding failed
         then failed every later session of it too)."""
         with self._lock:
@@ -262,12 +263,16 @@ class SessionRegistry:
                 s.check_format(fmt)
             written = []
             failed: list[tuple[Session, Exception]] = []
+            flush_error: Exception | None = None
             try:
                 # A signal in the middle of the write would lose the profile: it waits (Ctrl-C
                 # raises KeyboardInterrupt once the files are written).
                 with exit_signals.deferred():
                     self.checkpoints.forget(sessions)  # waits for a checkpoint being written
-                    self._flush(sessions, ending=True)
+                    try:
+                        self._flush(sessions, ending=True)
+                    except Exception as e:  # noqa: BLE001  (raised once what was delivered is written)
+                        flush_error = e
                     for s in sessions:
                         try:
                             written += self.write(s, fmt)
@@ -283,6 +288,8 @@ class SessionRegistry:
                     print(f"lepton: error: could not write the profile of session {s.id} ({s.path}): {e}",
                           file=sys.stderr)
                 raise failed[0][1]
+            if flush_error is not None:
+                raise flush_error
             return written
 
     def finalize_at_exit(self) -> None:

@@ -444,7 +444,9 @@ class PCSamplingBackend(CuptiBackend):
                 packed = sass_extras.packed_code(self._cubins.get(crc), function, arch)
                 if packed is not None:
                     code[function] = packed
-        extras = {"sass": sass} if sass else {}
+        extras = super().profile_extras()  # a GPU fault
+        if sass:
+            extras["sass"] = sass
         if code:
             extras["sass_code"] = code
         return extras
