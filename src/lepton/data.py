@@ -1,7 +1,7 @@
 """In-memory export and phases, as `triton.profiler.data`."""
 from __future__ import annotations
 
-from .errors import UsageError
+from .errors import UsageError, UsageTypeError
 from .model.tree import TreeData
 from .runtime.registry import REGISTRY
 from .writers import hatchet, hatchet_msgpack
@@ -39,13 +39,21 @@ def advance_phase(session: int | None = 0) -> int | None:
     return phase
 
 
+def _check_phase(call: str, phase) -> None:
+    if isinstance(phase, bool) or not hasattr(type(phase), "__index__"):
+        raise UsageTypeError(f"{call}: phase must be an int (a phase number from advance_phase), not "
+                             f"{type(phase).__name__} ({phase!r})")
+
+
 def is_phase_complete(session: int | None = 0, phase: int = 0) -> bool:
     """True once every kernel of `phase` has been delivered (after a flush that ended it)."""
+    _check_phase("is_phase_complete()", phase)
     s = REGISTRY.session(session)
     return s.complete_up_to >= phase
 
 
 def clear(session: int | None = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
     """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
+    _check_phase("clear()", phase)
     REGISTRY.session(session).clear(phase, clear_up_to_phase)
     REGISTRY.refresh()

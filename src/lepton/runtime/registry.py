@@ -87,7 +87,8 @@ class SessionRegistry:
         self._exit_hook = False
         self._owner_pid = os.getpid()  # the process whose sessions these are
         # LEPTON_CHECKPOINT_S: the profiles so far, written every N seconds by a thread of its own.
-        self.checkpoints = checkpoint.Checkpointer(lambda: list(self.sessions.values()), self.profile_of)
+        self.checkpoints = checkpoint.Checkpointer(lambda: list(self.sessions.values()),
+                                                   lambda session, data: self.profile_of(session, None, data))
         os.register_at_fork(after_in_child=self._forget_in_child)
 
     def _forget_in_child(self) -> None:
@@ -335,15 +336,13 @@ class SessionRegistry:
         self.refresh()
 
     # -- output -----------------------------------------------------------------------------------
-    def profile_of(self, session: Session, phase: int | PhaseData) -> Profile:
-        """The profile of one phase of `session` (a phase number, or a copy of a phase's data)."""
-        if isinstance(phase, int):
+    def profile_of(self, session: Session, phase: int | None, data: PhaseData | None = None) -> Profile:
+        """The profile of one phase of `session`, or of `data` (a copy of a phase's data) if given."""
+        if data is None:
             session.snapshot()
             data = session.phases.get(phase)
             if data is None:
                 raise UsageError(f"Phase {phase} has no data.")
-        else:
-            data = phase
         devices = {}
         backend = session.backend
         for did in data.device_ids():
