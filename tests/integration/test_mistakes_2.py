@@ -59,3 +59,18 @@ def test_a_phase_that_is_not_a_number_is_refused_in_one_line(call, phase):
     assert str(caught.value) == (f"{call}(): phase must be an int (a phase number from advance_phase), not "
                                  f"{type(phase).__name__} ({phase!r})")
     proton.finalize()
+
+
+@pytest.mark.parametrize("make", [lambda name: proton.scope(name).__enter__(),
+                                  lambda name: proton.cpu_timed_scope(name).__enter__(),
+                                  lambda name: proton.enter_scope(name)], ids=["scope", "cpu_timed", "enter_scope"])
+@pytest.mark.parametrize("name", [["a"], {"a": 1}, {"a"}])
+def test_an_unhashable_scope_name_is_refused_in_one_line(make, name):
+    """It raised `TypeError: unhashable type: 'list'` from the hot path's cache."""
+    proton.start("p", backend="cpu")
+    with pytest.raises(TypeError) as caught:
+        make(name)
+    assert str(caught.value) == (f"A scope name must be a string, not {type(name).__name__} ({name!r}): "
+                                 "pass str(name)")
+    assert proton.context.depth() == 0
+    proton.finalize()

@@ -211,3 +211,73 @@ def test_a_finalize_whose_flush_raises_still_writes_what_was_delivered(fake, mon
     assert set(tree("broken.hatchet")) == {"delivered", "never_delivered"}
     assert tree("broken.hatchet")["delivered"][1]["k"][0]["count"] == 1
     assert REGISTRY.sessions == {}
+
+
+# -- a signal just before the write's wait begins (found by tests/integration/test_fuzz_api_2.py) --
+INTERRUPTED_ONCE = """\
+import lepton as proton
+from lepton.runtime import exit_signals
+
+real, calls = exit_signals.deferred, []
+
+
+def interrupted_once(*args, **kwargs):
+    if not calls:  # a Ctrl-C that lands just before the wait for the write begins
+        calls.append(1)
+        raise KeyboardInterrupt
+    return real(*args, **kwargs)
+
+
+exit_signals.deferred = interrupted_once
+proton.start("t", backend="cpu")
+with proton.scope("work"):
+    pass
+"""
+
+
+def run_python(code: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=environment(),
+                          check=False, capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+def test_a_signal_just_before_the_write_at_exit_begins_is_no_loss(tmp_path):
+    """SIGHUP, then Ctrl-C as the write at exit started: the atexit callback ended with
+    "Exception ignored" and no profile."""
+    out = run_python(INTERRUPTED_ONCE, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == ["lepton: finalize() was not called; profile written at exit to t.hatchet"]
+    assert set(tree(tmp_path / "t.hatchet")) == {"work"}
+
+
+def test_a_signal_just_before_finalize_s_write_begins_leaves_the_session_for_the_write_at_exit(tmp_path):
+    out = run_python(INTERRUPTED_ONCE + textwrap.dedent("""\
+        try:
+            proton.finalize()
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        """), tmp_path)
+    assert out.returncode == 0 and out.stdout == "interrupted\n", out.stderr
+    assert out.stderr.splitlines() == ["lepton: finalize() was not called; profile written at exit to t.hatchet"]
+    assert set(tree(tmp_path / "t.hatchet")) == {"work"}
+
+
+def test_a_signal_while_the_handlers_are_swapped_puts_them_back(monkeypatch):
+    import signal as signals
+
+    from lepton.runtime import exit_signals
+
+    before = {s: signals.getsignal(s) for s in (signals.SIGINT, signals.SIGTERM, signals.SIGHUP)}
+    real, calls = signals.signal, []
+
+    def interrupted_second_swap(sig, handler):
+        calls.append(sig)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(sig, handler)
+
+    monkeypatch.setattr(signals, "signal", interrupted_second_swap)
+    with pytest.raises(KeyboardInterrupt):
+        with exit_signals.deferred():
+            pytest.fail("the body ran")
+    monkeypatch.undo()
+    assert {s: signals.getsignal(s) for s in before} == before

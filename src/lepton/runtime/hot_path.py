@@ -468,7 +468,10 @@ class scope:
             except AttributeError:
                 t = hp.thread()
             stack = t.stack
-            pid = hp.entered.get((stack[-1], self.name))
+            try:
+                pid = hp.entered.get((stack[-1], self.name))
+            except TypeError:  # an unhashable name (a list): `HotPath.enter` says what is wrong
+                pid = None
             if pid is not None and t.state is None:  # fast path: `HotPath.enter`, inlined
                 stack.append(pid)
                 clock = hp.mark_clock

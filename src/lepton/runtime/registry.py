@@ -67,6 +67,9 @@ def _files_of(path: str, data: str) -> set[str]:
     return {writers.output_path(base_path, fmt) for fmt in FORMATS[data]}
 
 
+_EXIT_ATTEMPTS = 8  # writes at exit tried again after a signal that came before their wait began
+
+
 def _no_stack_marker(timeline: ThreadTimelines | None, caller_path=None) -> bool:
     return False
 
@@ -265,10 +268,13 @@ class SessionRegistry:
             written = []
             failed: list[tuple[Session, Exception]] = []
             flush_error: Exception | None = None
+            waited = False
             try:
                 # A signal in the middle of the write would lose the profile: it waits (Ctrl-C
-                # raises KeyboardInterrupt once the files are written).
+                # raises KeyboardInterrupt once the files are written). One that comes before the
+                # wait begins leaves the sessions as they were, for the write at exit.
                 with exit_signals.deferred():
+                    waited = True
                     self.checkpoints.forget(sessions)  # waits for a checkpoint being written
                     try:
                         self._flush(sessions, ending=True)
@@ -280,10 +286,11 @@ class SessionRegistry:
                         except Exception as e:  # noqa: BLE001  (the others are still written)
                             failed.append((s, e))
             finally:
-                for s in sessions:
-                    s.set_active(False)
-                    del self.sessions[s.id]
-                self._after_removal()
+                if waited:
+                    for s in sessions:
+                        s.set_active(False)
+                        del self.sessions[s.id]
+                    self._after_removal()
             if failed:
                 for s, e in failed[1:]:
                     print(f"lepton: error: could not write the profile of session {s.id} ({s.path}): {e}",
@@ -295,7 +302,17 @@ class SessionRegistry:
 
     def finalize_at_exit(self) -> None:
         """At interpreter exit, writes the sessions the program never finalized (it raised, or
-        forgot): profile data is not lost silently. One line on stderr says where each went."""
+        forgot): profile data is not lost silently. One line on stderr says where each went. A
+        Ctrl-C or SIGTERM that comes before the writes' wait begins leaves the sessions as they
+        were: the writes are tried again (the process is ending anyway)."""
+        for _ in range(_EXIT_ATTEMPTS):
+            try:
+                self._finalize_at_exit()
+                return
+            except (KeyboardInterrupt, SystemExit):
+                continue
+
+    def _finalize_at_exit(self) -> None:
         if not self.sessions or self.pinned_session() is not None:
             return
         signum = exit_signals.received[-1] if exit_signals.received else None
