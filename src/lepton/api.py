@@ -115,6 +115,14 @@ def _session_name(name) -> str:
     return text
 
 
+def _text_option(call: str, option: str, value, example: str) -> None:
+    """`start`'s and `finalize`'s names of things are strings (or None): anything else is refused in
+    one line, before anything changes."""
+    if value is not None and not isinstance(value, str):
+        raise UsageTypeError(f"{call}: {option} must be a string such as {example!r}, not "
+                             f"{type(value).__name__} ({value!r})")
+
+
 def start(name: str | os.PathLike | None = None, *, context: str | None = "shadow",
           data: str | None = "tree", backend: str | None = None, mode=None, hook=None) -> int | None:
     """Starts a profiling session writing to `name` (default "proton") and returns its id.
@@ -132,6 +140,9 @@ def start(name: str | os.PathLike | None = None, *, context: str | None = "shado
         activate(pinned)
         return pinned
     name = DEFAULT_PROFILE_NAME if name is None else _session_name(name)
+    _text_option("start()", "context", context, "shadow")
+    _text_option("start()", "data", data, "tree")
+    _text_option("start()", "backend", backend, "cupti")
     if backend is None:
         backend = select_backend(_mode_string(mode))
     else:
@@ -182,7 +193,11 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
     pinned = REGISTRY.pinned_session()
     if session is not None and session == pinned:
         return []
-    for sid in [s.id for s in REGISTRY.sessions_for(session) if s.id != pinned]:
+    _text_option("finalize()", "output_format", output_format, "hatchet")
+    ending = [s for s in REGISTRY.sessions_for(session) if s.id != pinned]
+    for s in ending:  # a format a session cannot write is refused before anything ends
+        s.check_format(output_format or "")
+    for sid in [s.id for s in ending]:
         HookManager.unregister(sid)
     written = REGISTRY.finalize(session, output_format or "")
     if not REGISTRY.sessions:

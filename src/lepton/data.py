@@ -5,6 +5,7 @@ import json
 
 import msgpack
 
+from .errors import UsageTypeError
 from .runtime.registry import REGISTRY
 from .writers import chrome_trace, hatchet, hatchet_msgpack
 
@@ -45,9 +46,16 @@ def advance_phase(session: int | None = 0) -> int | None:
     return REGISTRY.advance_phase(session)
 
 
+def _check_phase(call: str, phase) -> None:
+    if isinstance(phase, bool) or not hasattr(type(phase), "__index__"):
+        raise UsageTypeError(f"{call}: phase must be an int (a phase number from advance_phase), not "
+                             f"{type(phase).__name__} ({phase!r})")
+
+
 def is_phase_complete(session: int | None = 0, phase: int = 0) -> bool:
     """True once every kernel of `phase` has been delivered: after a flush that ended it, or once
     the backend delivered a kernel launched in a later phase."""
+    _check_phase("is_phase_complete()", phase)
     if session is None:
         return False
     return REGISTRY.session(session).complete_up_to >= phase
@@ -55,6 +63,7 @@ def is_phase_complete(session: int | None = 0, phase: int = 0) -> bool:
 
 def clear(session: int | None = 0, phase: int = 0, clear_up_to_phase: bool = False) -> None:
     """Frees one phase (or every phase up to `phase`); the current phase restarts empty."""
+    _check_phase("clear()", phase)
     if session is None:
         return
     REGISTRY.session(session).clear(phase, clear_up_to_phase)

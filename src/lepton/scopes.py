@@ -74,6 +74,8 @@ def exit_scope(name: str | None = None, *, metrics: dict | None = None) -> int |
     if name is not None and name != open_name:
         raise UsageError(f"Scope name mismatch: {shown(name)} != {shown(open_name)} (the innermost scope "
                          f"open on this thread is {open_name!r}: exit it first; nothing was closed)")
+    if sc._pid >= 0 and _hp.live:
+        _check_innermost(sc._pid, open_name)
     if metrics and sc._pid >= 0 and _hp.live:
         _hp.add_metrics(sc._pid, metrics)  # raises, with the scope still open, if they cannot be added
         if sc._t0:
@@ -81,3 +83,15 @@ def exit_scope(name: str | None = None, *, metrics: dict | None = None) -> int |
     stack.pop()
     sc.__exit__(None, None, None)
     return sid
+
+
+def _check_innermost(pid: int, open_name: str) -> None:
+    """Raises, changing nothing, when a scope entered inside `pid` (by `with scope`, which the
+    enter_scope stack does not see) is still open on this thread: closing `pid` then would leave
+    it open for good, and every later scope would land under it."""
+    stack = _hp.threads.thread().stack
+    if stack[-1] != pid and pid in stack:
+        inner = _hp.paths.name[stack[-1]]
+        raise UsageError(f"Context stack is not balanced: exit_scope({open_name!r}) would close {open_name!r} "
+                         f"while {inner!r}, entered inside it (with scope), is still open; leave {inner!r} "
+                         f"first, then exit_scope({open_name!r}) (nothing was closed)")

@@ -78,7 +78,10 @@ class FakeCupti:
         self.callbacks[(domain, cbid)] = enable
 
     def watched(self, domain):
-        return sorted(cbid for (d, cbid), on in self.callbacks.items() if d == domain and on)
+        """The launch calls watched in `domain` (the synchronize calls, always watched where CUPTI
+        is subscribed, are tests/unit/test_cupti_fault.py's)."""
+        sync = layout.DRIVER_SYNC_CBIDS if domain == layout.CB_DOMAIN_DRIVER_API else layout.RUNTIME_SYNC_CBIDS
+        return sorted(cbid for (d, cbid), on in self.callbacks.items() if d == domain and on and cbid not in sync)
 
     def set_attribute_u8(self, attr, value):
         self.zeroed_attr = value

@@ -98,7 +98,7 @@ def test_a_bogus_metric_is_one_line_naming_the_files_metrics_and_writes_nothing(
 
 @pytest.mark.parametrize("args, says", [
     (["-m", "util"], "'util' does not"), (["-m", "avg_time/us"], "'avg_time/us' does not"),
-    (["-m", "cycles/kernel%"], "'cycles/kernel%' does not"), (["-d", "0"], "nothing to draw with -d 0"),
+    (["-m", "cycles/kernel%"], "'cycles/kernel%' does not"), (["-d", "0"], "-d/--depth must be 1 or more"),
     (["-i", "nothing_matches"], "no frame matches --include"), (["-m", "flops16", "-i", "setup"], "nothing to draw with -i 'setup'"),
     (["--print-sorted", "--width", "80"], "--print-sorted, --width shape the terminal's output"),
     (["--output", "csv"], "--output shape"), (["-l"], "-l shape")])

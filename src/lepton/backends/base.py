@@ -65,6 +65,14 @@ class Backend:
             if self.started:
                 self._do_last_flush() if last else self._do_flush()
 
+    def deliver_completed(self) -> None:
+        """Delivers the records the vendor library has completed, without waiting for the device
+        or for running kernels: what a checkpoint can add, from its own thread (never a launching
+        one). By default nothing: records arrive at the next flush."""
+        with self._lock:
+            if self.started:
+                self._do_deliver_completed()
+
     def stop(self) -> None:
         """Releases the vendor library. Called once no session uses the backend: the sessions
         were flushed when they were written (or were discarded), so nothing is flushed here."""
@@ -81,6 +89,9 @@ class Backend:
         pass
 
     def _do_flush(self) -> None:
+        pass
+
+    def _do_deliver_completed(self) -> None:
         pass
 
     def _do_last_flush(self) -> None:

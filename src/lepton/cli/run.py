@@ -27,7 +27,7 @@ from typing import Any, Literal
 from .. import __version__, api, writers
 from ..backends.base import backend_names
 from ..runtime import exit_signals
-from ..errors import LeptonError, UsageError
+from ..errors import LeptonError, UsageError, WriteError
 from ..model.profile import RunCommand
 from ..runtime.session import CONTEXTS, DATA_KINDS
 
@@ -452,6 +452,10 @@ def _finalize(sid: int | None, sessions: api.CliSessions) -> tuple[list[str], bo
     for i in ids:
         try:
             session_files = api.finalize(i)
+        except WriteError as e:  # every place was tried, and the message names each: no traceback
+            _say(f"error: could not write the profile of session {i}: {e}")
+            failed = True
+            continue
         except Exception:  # noqa: BLE001  (shown in full; the exit code says it failed)
             _say(f"error: could not write the profile of session {i}:")
             traceback.print_exc()

@@ -7,10 +7,12 @@ wrong), 1 where `--sass` or `--lines` find nothing to show or `--fail-above` fin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from .. import __version__
@@ -18,7 +20,7 @@ from ..model.gc_pause import gc_paused
 from ..viewer.derive import MetricError
 from ..viewer.escape import printable
 from ..viewer.filters import NAME_FORMATS, FilterError
-from ..viewer.load import ProfileError
+from ..viewer.load import ProfileError, ProfileWarning
 from ..viewer.next_tool import HandoffError
 from ..viewer.pipeline import EXIT_BAD_INPUT, EXIT_OK, PROG, OptionError, ViewOptions, list_text, show
 from ..viewer.render import DEFAULT_MAX_NODES
@@ -151,13 +153,33 @@ def parse_options(argv: Sequence[str] | None) -> ViewOptions:
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    options = parse_options(argv)
+    options = parse_options(argv)  # argparse exits with 2 on a bad command line
+    if options.depth < 1:  # hatchet prints nothing then: an empty output and exit 0 told the user nothing
+        print(f"{PROG}: error: -d/--depth must be 1 or more (1 shows ROOT alone), not {options.depth}", file=stderr)
+        return EXIT_BAD_INPUT
     try:
-        with gc_paused():  # loading and rendering make no reference cycles
+        with gc_paused(), _warnings_as_lines(stderr):  # loading and rendering make no reference cycles
             return show(options, stdout, stderr)
     except BAD_INPUT as err:
         print(f"{PROG}: error: {printable(str(err))}", file=stderr)  # messages quote names from the file
         return EXIT_BAD_INPUT
+
+
+@contextlib.contextmanager
+def _warnings_as_lines(stderr: TextIO) -> Iterator[None]:
+    """The loader's `ProfileWarning`s as one line each on stderr, when they happen."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ProfileWarning)
+        shown = warnings.showwarning
+
+        def show_line(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, ProfileWarning):
+                print(f"{PROG}: warning: {printable(str(message))}", file=stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show_line
+        yield
 
 
 def console_main() -> None:

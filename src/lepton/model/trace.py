@@ -31,6 +31,12 @@ class TraceData:
     properties_set: frozenset = frozenset()  # a trace records no kernel properties
     cycle_launches: list[CycleLaunch] = field(default_factory=list)  # instrumented launches, in order
 
+    def copy(self) -> TraceData:
+        """A copy that later additions to this one do not change (events and kernel chunks are
+        never changed once added)."""
+        return TraceData(list(self.scopes), list(self._chunks), self.device_type, self.properties_set,
+                         list(self.cycle_launches))
+
     def add_kernels(self, **columns: np.ndarray) -> None:
         if len(columns["pid"]):
             self._chunks.append(columns)
@@ -48,6 +54,9 @@ class TraceData:
 
     def add_metrics(self, pid: int, metrics: dict) -> None:
         pass
+
+    def merged(self, pid: int, metrics: dict) -> tuple[dict, dict]:
+        return {}, {}
 
     def add_launch_metrics(self, metrics_by_row: list[tuple[int, dict]]) -> None:
         pass

@@ -47,6 +47,19 @@ class TreeData:
         self.child_metrics: dict[tuple[int, str], dict[str, object]] = {}
         self.cycle_devices: set[int] = set()  # devices of instrumented launches
 
+    def copy(self) -> TreeData:
+        """A copy that later additions to this one do not change (a checkpoint writes it while
+        the session goes on): every container copied, each node's metrics dict and kernel stats too
+        (metric values are never changed in place: `merge_metric` makes new ones)."""
+        other = object.__new__(TreeData)
+        for name, value in vars(self).items():
+            if type(value) is dict:
+                value = {key: _copied(v) for key, v in value.items()}
+            elif type(value) in (set, list):
+                value = type(value)(value)
+            setattr(other, name, value)
+        return other
+
     def set_properties_once(self, pid: int, properties: dict[str, object]) -> None:
         """Kernel properties do not change between launches of one compiled kernel: recorded once."""
         if pid not in self.properties_set:
@@ -54,15 +67,28 @@ class TreeData:
             self.add_metrics(pid, {MetricSpec(k, MetricKind.NODE_PROPERTY): v for k, v in properties.items()})
 
     def add_metrics(self, pid: int, metrics: dict[str, object]) -> None:
-        """Adds user metrics to the node `pid` with Proton's rules (sum, property, type checks)."""
-        node = self.metrics.setdefault(pid, {})
+        """Adds user metrics to the node `pid` with Proton's rules (sum, property, type checks).
+        All or none: a metric that is refused (another type, another vector length) raises before
+        any of the dict is recorded."""
+        values, specs = self.merged(pid, metrics)
+        self.metrics.setdefault(pid, {}).update(values)
+        self.specs.update(specs)
+
+    def merged(self, pid: int, metrics: dict[str, object]) -> tuple[dict, dict]:
+        """What `add_metrics` would record: the node's new values and the new specs, by name;
+        raises for a metric it would refuse. Changes nothing."""
+        node = self.metrics.get(pid, {})
+        values: dict[str, object] = {}
+        specs: dict[str, MetricSpec] = {}
         for raw, value in metrics.items():
             spec = parse_metric_name(raw)
             value = coerce_metric_value(spec.name, value, spec.kind)
-            known = self.specs.get(spec.name)
+            known = specs.get(spec.name) or self.specs.get(spec.name)
             if known is None or (known.kind is not spec.kind and known.kind is MetricKind.INCLUSIVE):
-                self.specs[spec.name] = known = spec
-            node[spec.name] = merge_metric(spec.name, spec.kind, node.get(spec.name), value)
+                specs[spec.name] = spec
+            current = values[spec.name] if spec.name in values else node.get(spec.name)
+            values[spec.name] = merge_metric(spec.name, spec.kind, current, value)
+        return values, specs
 
     def add_kernels(self, pids, time_ns, counts, device_ids, device_type: str) -> None:
         """Adds per-path sums (sequences of equal length, one entry per distinct kernel path)."""
@@ -139,6 +165,14 @@ class TreeData:
     def device_ids(self) -> set[int]:
         return {k.device_id for k in self.kernels.values()} | self.cycle_devices
 
+
+
+def _copied(value):
+    if type(value) is dict:
+        return dict(value)
+    if type(value) is KernelStats:
+        return KernelStats(value.time_ns, value.count, value.device_id, value.device_type)
+    return value
 
 
 @dataclass

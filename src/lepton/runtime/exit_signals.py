@@ -103,11 +103,16 @@ def deferred(deliver: bool = True) -> Iterator[list[int]]:
     caught: list[int] = []
     saved = {}
     if on_main_thread():
-        for sig in _WRITE_SIGNALS:
-            handler = signal.getsignal(sig)
-            if handler is not None and handler is not signal.SIG_IGN:
-                saved[sig] = handler
-                signal.signal(sig, lambda signum, frame: caught.append(signum))
+        try:
+            for sig in _WRITE_SIGNALS:
+                handler = signal.getsignal(sig)
+                if handler is not None and handler is not signal.SIG_IGN:
+                    saved[sig] = handler
+                    signal.signal(sig, lambda signum, frame: caught.append(signum))
+        except BaseException:  # a signal before the wait began: the handlers as they were, and it goes on
+            for sig, handler in saved.items():
+                signal.signal(sig, handler)
+            raise
     try:
         yield caught
     finally:

@@ -378,6 +378,9 @@ class HotPath:
             return
         host, device = split(metrics)
         py = python_path(self.paths) if self.python_sessions else None
+        if len(active) > 1:  # one session's refusal records the dict in none
+            for s in active:
+                s.check_metrics(py if s.context == "python" else eff, metrics)
         for s in active:
             s.add_metrics(py if s.context == "python" else eff, host)
         if device:
@@ -552,7 +555,10 @@ class scope:
             except AttributeError:
                 t = hp.thread()
             stack = t.stack
-            pid = hp.entered.get((stack[-1], self.name))
+            try:
+                pid = hp.entered.get((stack[-1], self.name))
+            except TypeError:  # an unhashable name (a list): `HotPath.enter` says what is wrong
+                pid = None
             if pid is not None and t.state is None:  # fast path: `HotPath.enter`, inlined
                 stack.append(pid)
                 clock = hp.mark_clock

@@ -23,10 +23,10 @@ from ..backends.base import Backend, backend_factory, backend_names
 from ..errors import PhaseNotFound, SessionNotFound, UsageError
 from ..model.aggregate import kernel_paths
 from ..model.profile import Profile
-from ..model.records import CycleLaunch, KernelBatch
+from ..model.records import CycleLaunch, KernelBatch, PhaseData
 from ..model.timeline import ThreadTimelines
 from ..progress import progress
-from . import exit_signals
+from . import checkpoint, exit_signals
 from .hot_path import HOT_PATH, HotPath
 from .phase_files import PhaseWriter, flushing_format, write_phase
 from .session import CONTEXTS, DATA_KINDS, FORMATS, Session
@@ -73,6 +73,9 @@ def _files_of(path: str, data: str) -> set[str]:
     return {writers.output_path(base_path, fmt) for fmt in FORMATS[data]}
 
 
+_EXIT_ATTEMPTS = 8  # writes at exit tried again after a signal that came before their wait began
+
+
 def _no_stack_marker(timeline: ThreadTimelines | None, caller_path=None) -> bool:
     return False
 
@@ -93,6 +96,9 @@ class SessionRegistry:
         self._warned: set[str] = set()
         self._exit_hook = False
         self._owner_pid = os.getpid()  # the process whose sessions these are
+        # LEPTON_CHECKPOINT_S: the profiles so far, written every N seconds by a thread of its own.
+        self.checkpoints = checkpoint.Checkpointer(lambda: list(self.sessions.values()),
+                                                   lambda session, data: self.profile_of(session, None, data))
         os.register_at_fork(after_in_child=self._forget_in_child)
 
     def _forget_in_child(self) -> None:
@@ -102,6 +108,7 @@ class SessionRegistry:
         self.sessions.clear()
         self.backends.clear()
         self._pinned = None
+        self.checkpoints.reset_in_child()
         self.hot_path.reset()
         self.hot_path.set_sessions(False, (), None)
 
@@ -182,6 +189,7 @@ class SessionRegistry:
             raise UsageError(f"Unknown context source: {context} (use one of: {', '.join(CONTEXTS)})")
         if data not in DATA_KINDS:
             raise UsageError(f"Unknown data: {data} (use one of: {', '.join(DATA_KINDS)})")
+        interval = checkpoint.interval_from_env()
         with self._lock:
             for s in self.sessions.values():
                 if s.path == path:
@@ -212,6 +220,8 @@ class SessionRegistry:
             # Scopes entered before start(): their kernels land under them too.
             self.hot_path.remark(self.hot_path.threads.thread())
             exit_signals.install(self._recording)
+            if interval is not None:
+                self.checkpoints.start(interval)
             return sid
 
     def _recording(self) -> bool:
@@ -282,7 +292,8 @@ class SessionRegistry:
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the
-        files written. A flush or write that raises still removes them: a session left behind
+        files written. A flush that raises still has the profiles written (with what was delivered
+        before), then raises. A flush or write that raises still removes them: a session left behind
         would keep its backend and hook for the next `start` (a backend whose decoding failed
         then failed every later session of it too)."""
         with self._lock:
@@ -293,11 +304,19 @@ class SessionRegistry:
                 s.check_format(fmt)
             written = []
             failed: list[tuple[Session, Exception]] = []
+            flush_error: Exception | None = None
+            waited = False
             try:
                 # A signal in the middle of the write would lose the profile: it waits (Ctrl-C
-                # raises KeyboardInterrupt once the files are written).
+                # raises KeyboardInterrupt once the files are written). One that comes before the
+                # wait begins leaves the sessions as they were, for the write at exit.
                 with exit_signals.deferred(), progress(_writing(sessions)):
-                    self._flush(sessions, ending=True)
+                    waited = True
+                    self.checkpoints.forget(sessions)  # waits for a checkpoint being written
+                    try:
+                        self._flush(sessions, ending=True)
+                    except Exception as e:  # noqa: BLE001  (raised once what was delivered is written)
+                        flush_error = e
                     self.phase_writer.drain()  # phases completed earlier are written first
                     for s in sessions:
                         try:
@@ -305,20 +324,33 @@ class SessionRegistry:
                         except Exception as e:  # noqa: BLE001  (the others are still written)
                             failed.append((s, e))
             finally:
-                for s in sessions:
-                    s.set_active(False)
-                    del self.sessions[s.id]
-                self._after_removal()
+                if waited:
+                    for s in sessions:
+                        s.set_active(False)
+                        del self.sessions[s.id]
+                    self._after_removal()
             if failed:
                 for s, e in failed[1:]:
                     print(f"lepton: error: could not write the profile of session {s.id} ({s.path}): {e}",
                           file=sys.stderr)
                 raise failed[0][1]
+            if flush_error is not None:
+                raise flush_error
             return written
 
     def finalize_at_exit(self) -> None:
         """At interpreter exit, writes the sessions the program never finalized (it raised, or
-        forgot): profile data is not lost silently. One line on stderr says where each went."""
+        forgot): profile data is not lost silently. One line on stderr says where each went. A
+        Ctrl-C or SIGTERM that comes before the writes' wait begins leaves the sessions as they
+        were: the writes are tried again (the process is ending anyway)."""
+        for _ in range(_EXIT_ATTEMPTS):
+            try:
+                self._finalize_at_exit()
+                return
+            except (KeyboardInterrupt, SystemExit):
+                continue
+
+    def _finalize_at_exit(self) -> None:
         if not self.sessions or self.pinned_session() is not None:
             return
         signum = exit_signals.received[-1] if exit_signals.received else None
@@ -355,14 +387,17 @@ class SessionRegistry:
         if not self.sessions:
             self.hot_path.reset()
             exit_signals.uninstall()
+            self.checkpoints.stop()
         self.refresh()
 
     # -- output -----------------------------------------------------------------------------------
-    def profile_of(self, session: Session, phase: int) -> Profile:
-        session.snapshot()
-        data = session.phases.get(phase)
+    def profile_of(self, session: Session, phase: int | None, data: PhaseData | None = None) -> Profile:
+        """The profile of one phase of `session`, or of `data` (a copy of a phase's data) if given."""
         if data is None:
-            raise PhaseNotFound(session.no_data(phase))
+            session.snapshot()
+            data = session.phases.get(phase)
+            if data is None:
+                raise PhaseNotFound(session.no_data(phase))
         return self._profile(session, data)
 
     def _profile(self, session: Session, data) -> Profile:
@@ -383,10 +418,15 @@ class SessionRegistry:
         out = []
         for phase in sorted(session.phases):
             suffix = "" if session.phase == 0 else f".part_{phase}"
-            out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+            elsewhere = self.checkpoints.elsewhere(session, writers.output_path(session.path, fmt, suffix))
+            if elsewhere is None:
+                out.append(writers.write(self.profile_of(session, phase), session.path, fmt, suffix))
+            else:  # the checkpoints went there: the profile replaces them, unless its own file works now
+                out.append(writers.write_over(self.profile_of(session, phase), session.path, fmt, suffix, elsewhere))
         for phase, data in session.take_unwritten():
             out.append(writers.write(self._profile(session, data), session.path, session.flush_format,
                                      f".part_{phase}", replace=False))
+        self.checkpoints.finish(session, out)
         return out
 
     # -- kernels ----------------------------------------------------------------------------------

@@ -69,7 +69,11 @@ def this_process_command() -> RunCommand:
     pkg x`, `python script.py x`), which rerun it; `sys.argv` where orig_argv is missing (< 3.10)."""
     argv = getattr(sys, "orig_argv", None)
     arguments = argv[1:] if argv else sys.argv
-    return RunCommand((sys.executable or "python", *arguments), os.getcwd())
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current folder was removed: start() still works (and writes elsewhere)
+        cwd = ""
+    return RunCommand((sys.executable or "python", *arguments), cwd)
 
 
 class Session:
@@ -221,6 +225,11 @@ class Session:
             replayed, self._replayed = self._replayed, []
             return replayed
 
+    def check_metrics(self, pid: int, metrics: dict) -> None:
+        """Raises where `add_metrics` would refuse `metrics`; records nothing."""
+        with self._lock:
+            self.current.merged(pid, metrics)
+
     def launch_counter(self, key: tuple) -> itertools.count:
         """One hooked launch with metrics `key = (op, ((name, value), ...))`; returns the counter
         the launch hook advances (`next`) for each later launch of that kind. The first of a kind
@@ -247,6 +256,13 @@ class Session:
         """The current data with every counted launch folded in (before writing or exporting)."""
         with self._lock:
             self._fold_pending()
+
+    def copy_phases(self) -> tuple[dict[int, PhaseData], int]:
+        """A copy of every phase's data as it is now, counted launches folded in, and the current
+        phase: what a checkpoint writes while recording goes on. Holds the lock for the copy only."""
+        with self._lock:
+            self._fold_pending()
+            return {phase: data.copy() for phase, data in self.phases.items()}, self.phase
 
     def set_properties_once(self, pid: int, properties: dict) -> None:
         if pid in self.current.properties_set:  # the common case, without the lock

@@ -122,13 +122,15 @@ class Tree:
     def subtree_sum(self, values: np.ndarray) -> np.ndarray:
         """Each node's value plus all its descendants' values, skipping NaN.
 
-        A subtree with no value at all stays NaN, as hatchet's `sum(min_count=1)` leaves it."""
+        A subtree with no value at all stays NaN, as hatchet's `sum(min_count=1)` leaves it; one
+        holding inf and -inf is NaN, and sums past the float range inf, without numpy's warnings."""
         total = np.where(np.isnan(values), 0.0, values)
         present = (~np.isnan(values)).astype(np.int64)
-        for level in reversed(self.levels[1:]):
-            parents = self.parent[level]
-            np.add.at(total, parents, total[level])
-            np.add.at(present, parents, present[level])
+        with np.errstate(invalid="ignore", over="ignore"):
+            for level in reversed(self.levels[1:]):
+                parents = self.parent[level]
+                np.add.at(total, parents, total[level])
+                np.add.at(present, parents, present[level])
         return np.where(present > 0, total, np.nan)
 
     def spread_down(self, flags: np.ndarray) -> np.ndarray:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import sys
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from itertools import chain, repeat
@@ -29,6 +32,11 @@ class ProfileError(ValueError):
     """The file cannot be shown: missing, not a profile, or truncated. The message is one line."""
 
 
+class ProfileWarning(UserWarning):
+    """The file is shown, but not quite as written (numbers beyond the float range). One line;
+    `lepton-view` prints it as `lepton-view: warning: ...`."""
+
+
 def load(path: str | os.PathLike) -> Tree:
     """Reads a hatchet JSON or hatchet MessagePack file (detected from its content)."""
     with progress(_loading(path)):
@@ -44,12 +52,75 @@ def _loading(path: str | os.PathLike) -> str:
     return f"lepton-view: loading {os.fspath(path)}{size}"
 
 
-def read_file(path: str | os.PathLike) -> bytes:
+MAX_BYTES_VARIABLE = "LEPTON_VIEW_MAX_BYTES"
+DEFAULT_MAX_BYTES = 16 << 30  # generous: a million-node tree is a few hundred MB of JSON
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def max_bytes() -> int:
+    """The largest file the viewer reads: `LEPTON_VIEW_MAX_BYTES` (0: no limit), else 16 GiB."""
+    text = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ProfileError(f"{MAX_BYTES_VARIABLE}={text!r} is not a number of bytes (a whole number; 0: no limit)")
+    return value or sys.maxsize
+
+
+def read_file(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file (symbolic links followed), read only if it is one and within the
+    size limit (`max_bytes`): a link to /dev/zero would fill the memory, a FIFO wait for ever."""
+    name = os.fspath(path)
+    limit = max_bytes()
+    try:
+        _check_regular(name, os.stat(name))
+        # O_NONBLOCK: should the name have become a FIFO since, opening it does not wait for a writer.
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            info = os.fstat(fd)
+            _check_regular(name, info)
+            _check_size(name, info.st_size, limit)
+            return _read_all(fd, name, info.st_size, limit)
+        finally:
+            os.close(fd)
     except OSError as err:
-        raise ProfileError(f"cannot read '{os.fspath(path)}': {err.strerror or err}") from err
+        raise ProfileError(f"cannot read '{name}': {err.strerror or err}") from err
+
+
+def _check_regular(name: str, info: os.stat_result) -> None:
+    if stat.S_ISREG(info.st_mode):
+        return
+    kind = next((what for test, what in _KINDS if test(info.st_mode)), "not a file")
+    target = os.path.realpath(name)
+    via = f" ({target})" if os.path.islink(name) and target != os.path.abspath(name) else ""
+    raise ProfileError(f"cannot read '{name}': it is {kind}{via}, not a regular file; lepton-view reads profile files")
+
+
+def _check_size(name: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise ProfileError(f"'{name}' is {size} bytes, over lepton-view's limit of {limit} bytes; to read it "
+                           f"anyway, set {MAX_BYTES_VARIABLE}=<bytes> (0: no limit)")
+
+
+def _read_all(fd: int, name: str, size: int, limit: int) -> bytes:
+    """The file's bytes: `size` as its status says, and more while it grows (or says 0, as /proc's
+    files do), up to `limit`."""
+    with open(fd, "rb", closefd=False) as f:
+        data = f.read(size + 1) if size else b""
+        if len(data) <= size and size:
+            return data
+        grown = bytearray(data)
+        while True:
+            chunk = f.read(min(1 << 24, limit + 1 - len(grown)) or 1)
+            if not chunk:
+                return bytes(grown)
+            grown += chunk
+            _check_size(name, len(grown), limit)
 
 
 def load_bytes(data: bytes, source: str = "<bytes>") -> Tree:
@@ -242,7 +313,7 @@ def _columns(walk: Walk, devices: dict, source: str) -> Tree:
     if None in names:
         raise ProfileError(f"'{source}' is not a hatchet profile: a frame has no name")
     key_order = list(dict.fromkeys(chain.from_iterable(metrics)))  # every name, in order of first use
-    numbers, texts = _typed_columns(metrics, key_order)
+    numbers, texts = _typed_columns(metrics, key_order, source)
     return Tree(
         parent=parents,
         depth=depths,
@@ -264,23 +335,42 @@ def _strings(values: list) -> list[str]:
 _NUMBER_TYPES = frozenset({int, float, bool})
 
 
-def _typed_columns(metrics: list[dict],
-                   key_order: list[str]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _typed_columns(metrics: list[dict], key_order: list[str],
+                   source: str = "<document>") -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """One column per metric name, read from every node's dict in one C-level pass per name
     (`dict.get` mapped over the nodes: no Python code runs per node). A metric is numeric when
     every value it has is a number (JSON null counts as none); numpy turns the None of the nodes
-    without it into NaN."""
+    without it into NaN. An integer beyond the float range (JSON holds 10**400) becomes ±inf, with
+    one `ProfileWarning` for the file."""
     numbers: dict[str, np.ndarray] = {}
     texts: dict[str, np.ndarray] = {}
+    too_large = []
     for key in key_order:
         values = list(map(dict.get, metrics, repeat(key)))
         kinds = set(map(type, values))
         kinds.discard(type(None))
         if kinds and kinds <= _NUMBER_TYPES:
-            numbers[key] = np.array(values, dtype=np.float64)
+            try:
+                numbers[key] = np.array(values, dtype=np.float64)
+            except OverflowError:
+                numbers[key] = np.array(list(map(_to_float, values)), dtype=np.float64)
+                too_large.append(key)
         else:  # device ids and types are strings; vectors are lists
             texts[key] = object_array(values)
+    if too_large:
+        names = ", ".join(repr(key) for key in too_large)
+        one = len(too_large) == 1
+        warnings.warn(f"'{source}': metric{'' if one else 's'} {names} hold{'s' if one else ''} integers "
+                      "beyond the float range (over 1.8e308); they are shown as inf", ProfileWarning, stacklevel=2)
     return numbers, texts
+
+
+def _to_float(value):
+    """`value` as a float, ±inf beyond the float range (None stays None: NaN in the column)."""
+    try:
+        return value if value is None else float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def object_array(values: list) -> np.ndarray:

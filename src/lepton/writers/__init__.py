@@ -29,7 +29,7 @@ def write_atomic(path: str, payload: bytes) -> None:
     fsync'd, given the mode the umask gives new files (0644 under umask 022), renamed over `path`,
     then the folder fsync'd. On any failure the temporary file is removed and the error raised."""
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
+    _make_folder(folder)
     tmp = _temporary(folder, payload)
     try:
         os.replace(tmp, path)
@@ -43,7 +43,7 @@ def write_new(folder: str, name: str, payload: bytes) -> str:
     """Writes `payload` as `write_atomic` does, to a file of `folder` that did not exist: `name`, or
     the first of `stem.1.ext`, `stem.2.ext`, ... that is free; returns its path. Never replaces a
     file: the name is taken with a hard link, which fails where the name exists."""
-    os.makedirs(folder, exist_ok=True)
+    _make_folder(folder)
     tmp = _temporary(folder, payload)
     try:
         stem, ext = os.path.splitext(name)
@@ -60,6 +60,15 @@ def write_new(folder: str, name: str, payload: bytes) -> str:
 
 
 _FRESH_NAMES = 1000
+
+
+def _make_folder(folder: str) -> None:
+    """`folder` and its parents, made where missing. A file in the way is "Not a directory" (what
+    `open` says of `file/x/prof`), not makedirs' "File exists", which misleads for `file/prof`."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError as e:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), folder) from e
 
 
 def _take_name(tmp: str, path: str) -> bool:
@@ -149,6 +158,9 @@ def write_with_fallback(path: str, payload: bytes, replace: bool = True) -> str:
         failures = [(path, e)]
     tried = {os.path.abspath(path)}
     for folder in _fallback_folders():
+        if isinstance(folder, OSError):  # no usable temporary folder
+            failures.append(("the temporary folder", folder))
+            continue
         candidate = os.path.join(folder, os.path.basename(path))
         if candidate in tried:
             continue
@@ -168,15 +180,41 @@ def write_with_fallback(path: str, payload: bytes, replace: bool = True) -> str:
 
 
 def _fallback_folders():
+    """The current folder, then the temporary one; the error instead where there is none
+    (`tempfile.gettempdir` raises FileNotFoundError where no candidate folder can be written)."""
     try:
         yield os.getcwd()
     except OSError:  # the current folder was removed
         pass
-    yield tempfile.gettempdir()
+    try:
+        folder = tempfile.gettempdir()
+    except OSError as e:
+        yield e
+    else:
+        yield folder
 
 
 def _reason(error: OSError) -> str:
     return error.strerror or str(error)
+
+
+def write_over(profile: Profile, name: str, fmt: str, phase_suffix: str, own: str) -> str:
+    """Writes `profile` as `write` does, where an earlier write of the same run (a checkpoint) fell
+    back to the file `own`: its own file if it can be written now, else over `own` (with one line
+    saying so), else as `write_with_fallback` does."""
+    path = output_path(name, fmt, phase_suffix)
+    payload = RENDERERS[fmt](profile)
+    try:
+        write_atomic(path, payload)
+        return path
+    except OSError as e:
+        reason = _reason(e)
+    try:
+        write_atomic(own, payload)
+    except OSError:
+        return write_with_fallback(path, payload)
+    print(f"lepton: could not write {path} ({reason}); profile written to {own}", file=sys.stderr)
+    return own
 
 
 def output_path(name: str, fmt: str, phase_suffix: str = "") -> str:

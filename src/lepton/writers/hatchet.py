@@ -1,4 +1,5 @@
-"""Proton's hatchet JSON: `[tree, device_info]`, keys sorted, indent 4, a newline before and after.
+"""Proton's hatchet JSON: `[tree, device_info]`, keys sorted, indent 4, a newline before and after;
+nodes more than `INDENTED_LEVELS` below ROOT on one line each (see below).
 
 Byte-compatible with Triton 3.6's writer (checked against `tests/data/proton_3_6`): kernel nodes carry
 `time (ns)`, `count`, `device_id` and `device_type` (ids as strings); ROOT carries a zero for
@@ -100,8 +101,17 @@ def to_literal(profile: Profile) -> list:
     return [literal, device_block(profile, root)]
 
 
+# Nodes down to this many levels below ROOT are indented as Proton writes them (4 spaces a nesting
+# level, two nesting levels a tree level); deeper nodes and their subtrees are written on one line
+# each (json.dumps without indent), so that the file grows linearly with depth. Why 100 and what it
+# costs: docs/design.md, "Deep trees in hatchet JSON".
+INDENTED_LEVELS = 100
+# The JSON nesting of a node `d` levels below ROOT: [ (0), ROOT { (1), "children" [ (2), ... it at 2d + 1.
+COMPACT_FROM = 2 * (INDENTED_LEVELS + 1) + 1
+
+
 def render(profile: Profile) -> bytes:
-    pieces = fast_json.parts(to_literal(profile))
+    pieces = fast_json.parts(to_literal(profile), COMPACT_FROM)
     pieces.insert(0, "\n")
     pieces.append("\n")
     text = "".join(pieces)

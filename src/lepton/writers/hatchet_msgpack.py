@@ -8,7 +8,7 @@ no children are left out; the device map is always present.
 The tree is packed node by node (map and array headers, then each node's small parts), never as
 one nested object, so that its depth is bounded by memory only (msgpack's packer stops at 512
 levels). An integer metric beyond MessagePack's 64 bits (below -2**63 or from 2**64 on) is written
-as a float64, the nearest value the format holds.
+as a float64, the nearest value the format holds (±inf beyond the float range, ±1.8e308).
 """
 from __future__ import annotations
 
@@ -25,7 +25,10 @@ _INT_MIN, _INT_END = -(1 << 63), 1 << 64
 def _fits(value):
     """`value` as MessagePack can hold it: ints beyond 64 bits become floats."""
     if type(value) is int and not _INT_MIN <= value < _INT_END:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # 10**400: the profile is still written
+            return float("inf") if value > 0 else float("-inf")
     if type(value) is list:
         return [_fits(v) for v in value]
     return value

@@ -19,6 +19,14 @@ on).
 
 Buffers are parsed in bulk (`collector.Collector`), never per launch. The measurements behind all
 this are in docs/design.md ("Attribution by thread time lines", "CUPTI buffers").
+
+**GPU faults.** A kernel that faults (an illegal address, a device-side assert) takes its context
+down, and with it the records CUPTI still holds. So at the exit of each synchronizing call the
+program makes (a callback on the driver's and runtime's synchronize calls), when every kernel it
+waited for has completed, CUPTI is asked for its completed buffers (`cuptiActivityFlushAll(0)`, at
+most every `SYNC_FLUSH_EVERY_NS`): they are host memory from then on, and survive the fault. The
+synchronize that reports the fault records it (`fault`, written to ROOT's metadata as `gpu_fault`)
+and says in one line how many kernels the profile keeps; the flushes after it deliver what they can.
 """
 from __future__ import annotations
 
@@ -26,13 +34,14 @@ import ctypes
 import os
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
-from ...errors import UsageError
+from ...errors import BackendError, UsageError
 from ...model.records import DeviceInfo
 from ...model.timeline import ThreadTimelines
 from ..base import Backend
@@ -64,6 +73,10 @@ MARKS_KEPT_NS = 10_000_000_000
 # writes to a fresh buffer's pages would fault them in inside the loop being profiled rather than in
 # start().
 _RESIDENT_AT_START_BYTES = 8 << 20
+
+# CUPTI's completed buffers are collected at a synchronize at most this often: a flush costs tens of
+# µs, and a program that synchronizes in a tight loop would pay it each time.
+SYNC_FLUSH_EVERY_NS = 10_000_000
 
 # Graph nodes survive sessions (a graph captured in one may be replayed in the next), and path ids
 # are process-wide, so the capture map is too.
@@ -155,10 +168,14 @@ def _recycle(buffers: list[tuple[np.ndarray, int]]) -> None:
 def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> None:
     """Graph node created (on the capturing thread) or cloned (at instantiation); with the python
     context, a launch API entered (on the launching thread)."""
-    if domain != _DOMAIN_RESOURCE:  # a launch API: runs twice per launch, kept flat
+    if domain != _DOMAIN_RESOURCE:  # a launch or synchronize API: runs twice per call, kept flat
         data = _callback_views.get(cbdata)
         if data is None:
             data = _callback_data_at(cbdata)
+        if cbid in _SYNC_CBIDS:  # no launch cbid watched is one of these, in either domain
+            if data.site == 1:  # API_EXIT: what it waited for has completed, or it reports a fault
+                _after_synchronize(cbdata)
+            return
         if data.site == 0:  # API_ENTER (EXIT fires too)
             corr = data.correlation_id
             if cbid in _GRAPH_LAUNCH_CBIDS:  # the launch record of a graph's kernels
@@ -169,6 +186,19 @@ def _resource_callback(userdata: int, domain: int, cbid: int, cbdata: int) -> No
     backend = _Shared.backend
     if backend is not None:
         backend._graph_callback(cbid, cbdata)
+
+
+def _after_synchronize(cbdata: int) -> None:
+    """A synchronizing call returns (on the program's thread): its result to the backend. Never
+    raises (a ctypes callback)."""
+    backend = _Shared.backend
+    if backend is None:
+        return
+    try:
+        result = ctypes.c_void_p.from_address(cbdata + layout.CALLBACK_RETURN_VALUE_OFFSET).value
+        backend._synchronized(ctypes.c_int.from_address(result).value if result else 0)
+    except Exception:  # noqa: BLE001  (the program's call goes on whatever happens here)
+        pass
 
 
 class _CallbackData(ctypes.Structure):
@@ -203,6 +233,9 @@ _DOMAIN_RESOURCE = layout.CB_DOMAIN_RESOURCE
 _GRAPH_LAUNCH_WATCH = frozenset({(layout.CB_DOMAIN_RUNTIME_API, 311), (layout.CB_DOMAIN_RUNTIME_API, 312),
                                  (layout.CB_DOMAIN_DRIVER_API, 514), (layout.CB_DOMAIN_DRIVER_API, 515)})
 _GRAPH_LAUNCH_CBIDS = frozenset(cbid for _, cbid in _GRAPH_LAUNCH_WATCH)
+_SYNC_WATCH = frozenset({(layout.CB_DOMAIN_DRIVER_API, cbid) for cbid in layout.DRIVER_SYNC_CBIDS}
+                        | {(layout.CB_DOMAIN_RUNTIME_API, cbid) for cbid in layout.RUNTIME_SYNC_CBIDS})
+_SYNC_CBIDS = frozenset(cbid for _, cbid in _SYNC_WATCH)
 _C_REQUESTED = BufferRequestedFunc(_buffer_requested)
 _C_COMPLETED = BufferCompletedFunc(_buffer_completed)
 _C_CALLBACK = CallbackFunc(_resource_callback)
@@ -238,6 +271,10 @@ class CuptiBackend(Backend):
         self._graph_watch: frozenset[tuple[int, int]] = frozenset()  # ... for graph launch records
         self._triton_stacks: ThreadTimelines | None = None  # see set_python_context
         self.process_at_bytes = PROCESS_AT_BYTES
+        self._sync_watch: frozenset[tuple[int, int]] = frozenset()  # ... for collecting at synchronizes
+        self._synced_at = 0  # time.monotonic_ns() of the last collection at a synchronize
+        # The GPU fault a synchronize reported: {"error", "message", "code", "kernels"}; None: none.
+        self.fault: dict | None = None
 
     # -- start / flush / stop ---------------------------------------------------------------------------
     def _do_start(self) -> None:
@@ -263,6 +300,7 @@ class CuptiBackend(Backend):
                 self.graph_capture_scopes = True
                 for cbid in (layout.CBID_RESOURCE_GRAPHNODE_CREATED, layout.CBID_RESOURCE_GRAPHNODE_CLONED):
                     cupti.enable_callback(True, self._subscriber, layout.CB_DOMAIN_RESOURCE, cbid)
+                self._sync_watch = _SYNC_WATCH  # turned on by `_watch`, below
             self._thread_id_type = cupti.thread_id_type()
             cupti.set_thread_id_type(layout.THREAD_ID_TYPE_SYSTEM)
             mark_clock, clock_map = calibrate(cupti.fast_timestamp())
@@ -299,6 +337,8 @@ class CuptiBackend(Backend):
         census = self.sink.timeline.census
         if self._subscriber is None or census.several or self.cupti.enable_latency_timestamps(True) != 0:
             self._enable_launch_records()
+            if self._subscriber is not None:
+                self._watch()
             return
         self.latency_timestamps = True
         self.collector.launch_thread = lambda: census.first
@@ -343,14 +383,77 @@ class CuptiBackend(Backend):
         if self.collector is None:
             return
         flush_start = self.sink.timeline.clock()
-        self.driver.synchronize_all()  # kernels still running get their records too
-        self.cupti.flush_all(forced=False)
-        self.cupti.flush_all(forced=True)  # also the partly filled buffers
+        if self.fault is None:
+            result = self.driver.synchronize_all()  # kernels still running get their records too
+            if result in layout.GPU_FAULTS:  # the program ended before a synchronize of its own saw it
+                self._gpu_fault(result)
+        for forced in (False, True):  # then also the partly filled buffers
+            try:
+                self.cupti.flush_all(forced=forced)
+            except BackendError:
+                if self.fault is None:
+                    raise
+                break  # the context is gone: what was collected before the fault is delivered below
         self._report_dropped()
         self.collector.process(flush=True)
         _recycle(self.collector.take_parsed_buffers())
         for timeline in self._time_lines():
             timeline.forget_before(flush_start)  # every launch before it has been attributed
+
+    # -- synchronizes and GPU faults (called from the program's threads, in CUPTI's callbacks) ----------
+    def _synchronized(self, result: int) -> None:
+        """A synchronizing call of the program returned `result` (a CUresult / cudaError_t)."""
+        if result in layout.GPU_FAULTS:
+            self._gpu_fault(result)
+            return
+        now = time.monotonic_ns()
+        if result != 0 or self.fault is not None or now - self._synced_at < SYNC_FLUSH_EVERY_NS:
+            return
+        self._synced_at = now
+        self.cupti.flush_all(forced=False)  # the buffers whose kernels all completed: host memory now
+
+    def _gpu_fault(self, result: int) -> None:
+        """The GPU reported a fault that ends the context: the kernels collected so far are kept
+        (delivered now, as far as CUPTI still hands them over), and one line says so."""
+        if self.fault is not None:
+            return
+        error, message = layout.GPU_FAULTS[result]
+        self.fault = {"error": error, "message": message, "code": result}
+        collector = self.collector
+        try:
+            self.cupti.flush_all(forced=False)
+        except Exception:  # noqa: BLE001  (a dead context may refuse; what was collected stays)
+            pass
+        kernels = 0
+        if collector is not None:
+            try:
+                collector.process(flush=False)
+                _recycle(collector.take_parsed_buffers())
+            except Exception:  # noqa: BLE001  (delivered at the flush, then)
+                pass
+            kernels = collector.kernels_delivered
+        self.fault["kernels"] = kernels
+        print(f"lepton: the GPU reported {error} ({message}) after {kernels} kernel{'s' if kernels != 1 else ''}; "
+              "the profile keeps the kernels that completed", file=sys.stderr, flush=True)
+
+    def profile_extras(self) -> dict:
+        """The GPU fault, if one was reported (ROOT's metadata, `gpu_fault`)."""
+        if self.fault is None:
+            return {}
+        kernels = self.collector.kernels_delivered if self.collector is not None else self.fault["kernels"]
+        return {"gpu_fault": {**self.fault, "kernels": max(kernels, self.fault["kernels"])}}
+
+    def _do_deliver_completed(self) -> None:
+        """The buffers CUPTI has filled (not the partly filled ones, whose kernels may still run):
+        no device synchronize, so the program's GPU work goes on meanwhile. Kernels whose launch
+        record has not arrived wait for the next delivery, as on CUPTI's buffer thread."""
+        if self.collector is None:
+            return
+        self.cupti.flush_all(forced=False)
+        self._report_dropped()
+        if self.collector.pending:
+            self.collector.process(flush=False)
+            _recycle(self.collector.take_parsed_buffers())
 
     def _do_stop(self) -> None:
         try:
@@ -363,7 +466,11 @@ class CuptiBackend(Backend):
             if self.latency_timestamps:
                 cupti.enable_latency_timestamps(False)
                 self.latency_timestamps = False
-            cupti.flush_all(forced=True)  # records written between the last flush and the disable
+            try:
+                cupti.flush_all(forced=True)  # records written between the last flush and the disable
+            except BackendError:
+                if self.fault is None:
+                    raise  # after a GPU fault CUPTI may refuse: the context is gone
             # The next client (torch.profiler) hands CUPTI unzeroed buffers: let CUPTI zero them.
             cupti.set_attribute_u8(layout.ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 0)
             self._report_dropped()
@@ -501,7 +608,7 @@ class CuptiBackend(Backend):
     def _watch(self) -> None:
         """Turns the launch callbacks the python context and the graph launch records need on,
         and the others off."""
-        watch = self._python_watch | self._graph_watch
+        watch = self._python_watch | self._graph_watch | self._sync_watch
         for domain, cbid in self._watched - watch:
             self.cupti.enable_callback(False, self._subscriber, domain, cbid)
         for domain, cbid in watch - self._watched:

@@ -63,6 +63,7 @@ class Collector:
         self.calibrated = record_size is None  # True once the kernel stride was checked with CUPTI
         self.pending: list[tuple[np.ndarray, int]] = []
         self.pending_bytes = 0
+        self.kernels_delivered = 0  # what a GPU fault's line counts
         self._done: list[tuple[np.ndarray, int]] = []  # parsed (buffer, used bytes), for reuse
         self.invalid_kernels = 0
         # thread id -> start of its latest launch call attributed (CUPTI's clock). Per thread:
@@ -141,6 +142,7 @@ class Collector:
             batch = self._attribute(rec, flush)
             if batch is None or not len(batch):
                 return 0
+            self.kernels_delivered += len(batch)
             if self.before_ingest is not None:
                 self.before_ingest(batch)
         self.sink.ingest(batch)

@@ -6,6 +6,7 @@ import ctypes
 
 from ...errors import BackendError
 from ...model.records import DeviceInfo
+from .layout import GPU_FAULTS
 from .library import load_libcuda
 
 CUDA_SUCCESS = 0
@@ -72,15 +73,17 @@ class Driver:
             )
         return info
 
-    def synchronize_all(self) -> None:
+    def synchronize_all(self) -> int:
         """Waits for all work on every device's primary context (what torch and Triton use) and on
-        the calling thread's current context. No-op before CUDA is initialised."""
+        the calling thread's current context. No-op before CUDA is initialised. Returns the current
+        context's cuCtxSynchronize result (a GPU fault shows there: 700, ...), else 0."""
         if not self.initialized():
-            return
+            return CUDA_SUCCESS
         lib = self.lib
         current = ctypes.c_void_p()
+        result = CUDA_SUCCESS
         if lib.cuCtxGetCurrent(ctypes.byref(current)) == CUDA_SUCCESS and current.value:
-            lib.cuCtxSynchronize()
+            result = lib.cuCtxSynchronize()
         for ordinal in range(self.device_count()):
             dev = self._device(ordinal)
             flags, active = ctypes.c_uint(0), ctypes.c_int(0)
@@ -95,8 +98,13 @@ class Driver:
                 if ctx.value != current.value:
                     self._check(lib.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent")
                     try:
-                        self._check(lib.cuCtxSynchronize(), f"cuCtxSynchronize (device {ordinal})")
+                        code = lib.cuCtxSynchronize()
+                        if code in GPU_FAULTS:  # the caller records it; the other devices still wait
+                            result = result or code
+                        else:
+                            self._check(code, f"cuCtxSynchronize (device {ordinal})")
                     finally:
                         lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
             finally:
                 lib.cuDevicePrimaryCtxRelease_v2(dev)
+        return result

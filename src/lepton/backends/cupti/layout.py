@@ -92,6 +92,7 @@ CB_DOMAIN_RESOURCE = 3
 # CUpti_CallbackData (cupti_callbacks.h, offsetof with gcc on the 13.0.85 header)
 CALLBACK_SITE_OFFSET = 0  # CUpti_ApiCallbackSite: 0 = API_ENTER
 CALLBACK_CORRELATION_ID_OFFSET = 64  # uint32_t correlationId
+CALLBACK_RETURN_VALUE_OFFSET = 24  # void* functionReturnValue: the call's CUresult / cudaError_t (at EXIT)
 CBID_RESOURCE_GRAPHNODE_CREATED = 13
 CBID_RESOURCE_GRAPHNODE_CLONED = 20
 
@@ -157,6 +158,34 @@ RUNTIME_LAUNCH_CBIDS = (
     311,  # cudaGraphLaunch_v10000
     312,  # cudaGraphLaunch_ptsz_v10000
 )
+# The synchronizing calls: at their exit every kernel they waited for has completed, so its record
+# can be collected before a later GPU fault takes the context (and CUPTI's records) down.
+DRIVER_SYNC_CBIDS = (
+    17,  # cuCtxSynchronize
+    121,  # cuEventSynchronize
+    126,  # cuStreamSynchronize
+    440,  # cuStreamSynchronize_ptsz
+)
+RUNTIME_SYNC_CBIDS = (
+    126,  # cudaThreadSynchronize_v3020
+    131,  # cudaStreamSynchronize_v3020 (torch: .item(), .cpu(), ...)
+    137,  # cudaEventSynchronize_v3020
+    165,  # cudaDeviceSynchronize_v3020 (torch.cuda.synchronize())
+    239,  # cudaStreamSynchronize_ptsz_v7000
+)
+# The errors of a fault that ends the context (CUresult and cudaError_t share these numbers): name,
+# and the text torch shows after "CUDA error: ".
+GPU_FAULTS = {
+    700: ("CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"),
+    702: ("CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"),
+    710: ("CUDA_ERROR_ASSERT", "device-side assert triggered"),
+    714: ("CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"),
+    715: ("CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"),
+    716: ("CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    717: ("CUDA_ERROR_INVALID_ADDRESS_SPACE", "operation not supported on global/shared address space"),
+    718: ("CUDA_ERROR_INVALID_PC", "invalid program counter"),
+    719: ("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
+}
 # Driver launch calls made directly by Python-level launchers (Triton), not through the runtime.
 DRIVER_DIRECT_LAUNCH_CBIDS = (652, 653, 514, 515)  # cuLaunchKernelEx(_ptsz), cuGraphLaunch(_ptsz)
 TRITON_LAUNCH_CBIDS = (652, 653)  # cuLaunchKernelEx(_ptsz): how Triton launches

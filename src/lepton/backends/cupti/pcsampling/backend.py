@@ -445,7 +445,9 @@ class PCSamplingBackend(CuptiBackend):
                 packed = sass_extras.packed_code(self._cubins.get(crc), function, arch)
                 if packed is not None:
                     code[function] = packed
-        extras = {SASS_KEY: sass} if sass else {}
+        extras = super().profile_extras()  # a GPU fault
+        if sass:
+            extras[SASS_KEY] = sass
         if code:
             extras[SASS_CODE_KEY] = code
         return extras
