@@ -54,15 +54,15 @@ def seeds(fixed: list[int]):
 
 
 def for_each_seed(fixed: list[int], run) -> int:
-    """Runs `run(seed)` for each seed; a failure names its seed (LEPTON_FUZZ_SEED replays it)."""
+    """Runs `run(seed, index)` for each seed; a failure names its seed (LEPTON_FUZZ_SEED replays it)."""
     count = 0
     for seed in seeds(fixed):
         try:
-            run(seed)
+            run(seed, count)
         except BaseException as e:
             raise AssertionError(f"seed {seed} (replay: LEPTON_FUZZ_SEED={seed}): {e!r}") from e
         count += 1
-    print(f"{count} seeds")
+    print(f"{count} seeds passed")
     return count
 
 
@@ -187,13 +187,13 @@ def _names_and_collisions(seed: int, folder: Path) -> int:
 def test_names_that_are_not_strings_and_sessions_that_share_a_file(tmp_path):
     raised = []
 
-    def run(seed):
-        folder = tmp_path / f"seed{seed}"
+    def run(seed, index):
+        folder = tmp_path / f"{index}-seed{seed}"  # a random seed may come twice in a long run
         folder.mkdir()
         raised.append(_names_and_collisions(seed, folder))
 
     for_each_seed(list(range(12)), run)
-    assert sum(raised) > 100  # the sequences do make mistakes
+    assert REPLAY or sum(raised) > 100  # the sequences do make mistakes
 
 
 # -- signals at random points of a plain Python program --------------------------------------------
@@ -272,11 +272,13 @@ def _signal_at_random(seed: int, folder: Path) -> None:
     code = child.returncode
     first = signals[0]
     finished = "finished" in out
-    allowed = {0, 3, 1, 128 + first, -int(first), 130, -int(signal.SIGINT)}
+    # A later signal that comes once no session records (the program finalized) has its default action.
+    allowed = {0, 3, 1, 130, *(128 + s for s in signals), *(-int(s) for s in signals)}
     assert code in allowed, (code, signals, err)
     assert "lepton: error" not in err, err
-    if "Exception ignored" in err:  # Python's own: a second Ctrl-C while the interpreter shuts down
-        assert signal.SIGINT in signals[1:] and "KeyboardInterrupt" in err, err
+    if "Exception ignored" in err:  # Python's own: a signal (Ctrl-C, or the program's handler's
+        # sys.exit) while the interpreter shuts down, in threading._shutdown; the profile is still written
+        assert "threading" in err and ("KeyboardInterrupt" in err or "SystemExit" in err), err
     assert not [line for line in err.splitlines() if "lepton/" in line and "Error" in line
                 and "KeyboardInterrupt" not in err], err
     written = sorted(p for p in os.listdir(folder) if p.startswith("sig"))
@@ -290,4 +292,4 @@ def _signal_at_random(seed: int, folder: Path) -> None:
 
 
 def test_signals_at_random_points_of_a_plain_python_program_leave_a_valid_profile(tmp_path):
-    for_each_seed(list(range(6)), lambda seed: _signal_at_random(seed, tmp_path / f"seed{seed}"))
+    for_each_seed(list(range(6)), lambda seed, index: _signal_at_random(seed, tmp_path / f"{index}-seed{seed}"))

@@ -70,9 +70,31 @@ class TreeData:
         """Adds user metrics to the node `pid` with Proton's rules (sum, property, type checks).
         All or none: a metric that is refused (another type, another vector length) raises before
         any of the dict is recorded."""
-        values, specs = self.merged(pid, metrics)
-        self.metrics.setdefault(pid, {}).update(values)
-        self.specs.update(specs)
+        node = self.metrics.get(pid)
+        created = node is None
+        if created:
+            node = self.metrics[pid] = {}
+        undo = []  # (table, key, value before): recorded as it goes, put back if one is refused
+        try:
+            for raw, value in metrics.items():
+                spec = parse_metric_name(raw)
+                value = coerce_metric_value(spec.name, value, spec.kind)
+                known = self.specs.get(spec.name)
+                if known is None or (known.kind is not spec.kind and known.kind is MetricKind.INCLUSIVE):
+                    undo.append((self.specs, spec.name, known))
+                    self.specs[spec.name] = spec
+                current = node.get(spec.name)
+                node[spec.name] = merge_metric(spec.name, spec.kind, current, value)
+                undo.append((node, spec.name, current))
+        except BaseException:
+            for table, key, before in reversed(undo):
+                if before is None:
+                    table.pop(key, None)
+                else:
+                    table[key] = before
+            if created and not node:
+                del self.metrics[pid]
+            raise
 
     def merged(self, pid: int, metrics: dict[str, object]) -> tuple[dict, dict]:
         """What `add_metrics` would record: the node's new values and the new specs, by name;
