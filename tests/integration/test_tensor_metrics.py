@@ -433,13 +433,18 @@ def test_a_trace_draws_the_capture_scopes_of_each_replay_on_a_graph_lane(torch_t
     assert flat[at + ("a", "b", "c")] == {"m1": 1.0}
 
 
-def test_periodic_flushing_writes_each_phase_with_the_metrics_of_its_replays(torch_twin):
+@pytest.mark.parametrize("buffer_by_buffer", [False, True])
+def test_periodic_flushing_writes_each_phase_with_the_metrics_of_its_replays(torch_twin, buffer_by_buffer):
     """Proton main's test_periodic_flushing_cudagraph on the CPU: a phase's file, written once a
-    later phase's kernel arrives, holds the metrics its graph replays recorded (read from the
-    device before the file is handed to the writer)."""
+    later phase's kernel arrives, holds the metrics its graph replays recorded: such a phase waits
+    for the next flush, where they are read with the device synchronised and every record in; also
+    with the records delivered after each replay, as a small `profile_buffer_size` makes CUPTI do."""
+    from twins.fake_backend import FakeBackend
+
     torch = torch_twin
     sid = proton.start("t", backend="fake", mode="periodic_flushing:format=hatchet")
     torch.listen()
+    fake = FakeBackend.instances[-1]
     a = torch.tensor([1.0, 1.0, 1.0, 1.0])
 
     def fn():
@@ -453,6 +458,8 @@ def test_periodic_flushing_writes_each_phase_with_the_metrics_of_its_replays(tor
             if i and i % 2 == 0:
                 proton.data.advance_phase(session=sid)
             g.replay()
+            if buffer_by_buffer:
+                fake.deliver_completed()
     proton.finalize()
     for phase in range(3):
         with open(f"t.part_{phase}.hatchet") as f:

@@ -66,6 +66,11 @@ class DeviceSums:
     def __len__(self) -> int:
         return len(self._slots)
 
+    def waiting_for(self, data) -> bool:
+        """Whether device values of phase `data` are still to be read (at the next drain)."""
+        with self._lock:
+            return any(slot.data is data for slot in self._slots.values())
+
     def add(self, session, data, pid: int, raw: str, value) -> None:
         """Adds device tensor `value` to metric `raw` of node `pid` in `data`, a phase of `session`,
         by one kernel (two where a float tensor feeds an integer metric). Never reads it."""

@@ -265,7 +265,7 @@ class SessionRegistry:
         # The device values gathered so far: every kernel that writes them has been recorded.
         self.hot_path.tensor_metrics.drain(list(self.sessions.values()))
         for s in sessions:
-            self._write_completed(s, s.mark_flushed())
+            self._write_completed(s, s.take_held() + s.mark_flushed())
 
     def advance_phase(self, sid: int) -> int:
         """Starts session `sid`'s next phase; returns its number. On a backend that records no
@@ -279,16 +279,14 @@ class SessionRegistry:
             return phase
 
     def _write_completed(self, session: Session, completed: list) -> None:
-        """Hands the phases that periodic flushing writes now to the writer's thread."""
+        """Hands the phases that periodic flushing writes now to the writer's thread; a phase with
+        device values still to read waits for the next flush's drain (`Session.hold`)."""
         for phase, data, beside in completed:
-            self.phase_writer.submit(functools.partial(self._drain_and_write, session, phase, data, not beside))
-
-    def _drain_and_write(self, session: Session, phase: int, data, new_file: bool) -> None:
-        """On the writer's thread: the device values of the phase's kernels (tensor metrics, metrics
-        of CUDA graph replays) are added before its file is written, which is its last word; the
-        wait for the device happens here, not on CUPTI's thread that completed the phase."""
-        self.hot_path.tensor_metrics.drain([session])
-        write_phase(session, phase, data, session.flush_format, new_file, self._profile)
+            if self.hot_path.tensor_metrics.waiting_for(session, data):
+                session.hold(phase, data, beside)
+                continue
+            self.phase_writer.submit(functools.partial(write_phase, session, phase, data,
+                                                       session.flush_format, not beside, self._profile))
 
     def finalize(self, sid: int | None, fmt: str) -> list[str]:
         """Flushes, writes and removes the sessions (all but the CLI's, for None); returns the

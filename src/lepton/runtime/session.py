@@ -114,6 +114,7 @@ class Session:
         # Replays of metrics captured into CUDA graphs that this session counted, whose values a
         # flush reads: `(phase data, node, metric, ticket)` (`runtime.graph_metrics`).
         self._replayed: list[tuple] = []
+        self.held: list[tuple[int, PhaseData, bool]] = []  # completed phases waiting for a drain (`hold`)
         self._lock = threading.Lock()
 
     def _new_data(self) -> PhaseData:
@@ -218,6 +219,21 @@ class Session:
         flush, for the phase they were given in."""
         with self._lock:
             data.add_metrics(pid, metrics)
+
+    def has_replayed(self, data) -> bool:
+        """Whether graph metric replays of phase `data` wait for the next drain."""
+        with self._lock:
+            return any(ticket[0] is data for ticket in self._replayed)
+
+    def hold(self, phase: int, data: PhaseData, beside: bool) -> None:
+        """A completed phase whose device values are read at the next flush: written after it."""
+        with self._lock:
+            self.held.append((phase, data, beside))
+
+    def take_held(self) -> list[tuple[int, PhaseData, bool]]:
+        with self._lock:
+            held, self.held = self.held, []
+            return held
 
     def take_replayed(self) -> list[tuple]:
         """The graph metric replays counted since the last call (see `_replayed`)."""

@@ -45,6 +45,12 @@ class TensorMetrics:
             except (TypeError, ValueError) as e:  # a type that changed between the call and now
                 print(f"lepton: warning: metric {next(iter(metrics))!r} not recorded: {e}", file=sys.stderr)
 
+    def waiting_for(self, session, data) -> bool:
+        """Whether phase `data` of `session` has device values not yet read: tensor metrics, or
+        metrics of CUDA graph replays. They are read consistently only at a drain (the device
+        synchronised, every record of it delivered), so such a phase is written after one."""
+        return session.has_replayed(data) or self.sums.waiting_for(data)
+
     def reset(self) -> None:
         """No session is left: the device sums of the ended sessions go (captured metrics stay,
         with the graphs that may be replayed in a later session)."""
