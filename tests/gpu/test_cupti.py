@@ -1,8 +1,8 @@
 """The CUPTI backend on a real GPU: exact kernel counts and call paths, Triton and torch kernels.
 
 Each test runs its program in a fresh Python process: whether CUDA is initialised when profiling
-starts matters to CUPTI (CUPTI attaches differently to a context that already exists), and a CUPTI subscription or a torch.profiler session
-is process-wide state.
+starts matters to CUPTI (it attaches differently to a context that already exists), and a CUPTI
+subscription or a torch.profiler session is process-wide state.
 """
 from __future__ import annotations
 
