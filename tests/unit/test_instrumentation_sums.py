@@ -205,13 +205,17 @@ def test_contiguous_runs_join_launches_cut_one_after_another_in_whole_slots():
     # 5 follows 4
     starts = [0, 640, 1280, 4096, 4096 + 700, 4096 + 700 + 128]
     sizes = [640, 640, 640, 700, 128, 64]
-    assert contiguous_runs(starts, sizes, slot) == [(0, 3), (3, 4), (4, 6)]
-    assert contiguous_runs([], [], slot) == []
-    assert contiguous_runs([5], [64], slot) == [(0, 1)]
+    one = [1] * 6
+    assert contiguous_runs(starts, sizes, slot, one) == [(0, 3), (3, 4), (4, 6)]
+    # the same addresses, but 2 starts another allocation (chunks may lie end to end in memory)
+    assert contiguous_runs(starts, sizes, slot, [1, 1, 2, 2, 2, 2]) == [(0, 2), (2, 3), (3, 4), (4, 6)]
+    assert contiguous_runs([], [], slot, []) == []
+    assert contiguous_runs([5], [64], slot, [1]) == [(0, 1)]
 
 
 def test_launches_are_each_launch_s_sums():
     sums = BatchSums([1, 4, 7], np.array([[10, 0, 5], [0, 0, 3]]), np.array([[1.5, 0.0, 2.5], [0.0, 0.0, 0.5]]),
                      np.array([[2, 0, 1], [0, 0, 1]]), 4, [8, 16])
-    assert sums.launches() == [sums.launch(0), sums.launch(1)]
-    assert sums.launches()[0].scope_ids == [1, 7] and sums.launches()[1].warps == 64
+    first, second = sums.launches()
+    assert (first.scope_ids, first.cycles, first.ns, first.warps) == ([1, 7], [10, 5], [1.5, 2.5], 32)
+    assert (second.scope_ids, second.cycles, second.ns, second.warps) == ([7], [3], [0.5], 64)

@@ -142,13 +142,15 @@ class ArrayOps:
         return np.asarray(a)
 
 
-def contiguous_runs(starts: list[int], sizes: list[int], scratch_size: int) -> list[tuple[int, int]]:
-    """Index ranges `[first, end)` of buffers that follow each other in memory (`starts`: addresses
-    within one allocation, `sizes`: bytes), each but the last of a range a whole number of slots, so
-    that one view covers the range's slots in launch order."""
+def contiguous_runs(starts: list[int], sizes: list[int], scratch_size: int,
+                    allocations: list[int]) -> list[tuple[int, int]]:
+    """Index ranges `[first, end)` of buffers that follow each other in one allocation (`starts`:
+    addresses, `sizes`: bytes, `allocations`: which allocation each is cut from), each but the last
+    of a range a whole number of slots, so that one view covers the range's slots in launch order."""
     runs, first = [], 0
     for i in range(1, len(starts)):
-        if sizes[i - 1] % scratch_size or starts[i] != starts[i - 1] + sizes[i - 1]:
+        if allocations[i] != allocations[i - 1] or sizes[i - 1] % scratch_size \
+                or starts[i] != starts[i - 1] + sizes[i - 1]:
             runs.append((first, i))
             first = i
     if starts:
@@ -164,21 +166,14 @@ class TorchOps(ArrayOps):
         thousands."""
         import torch
 
-        by_storage: list = []  # runs never span two chunks
-        for b in buffers:
-            storage = b.untyped_storage().data_ptr()
-            if by_storage and by_storage[-1][0] == storage:
-                by_storage[-1][1].append(b)
-            else:
-                by_storage.append((storage, [b]))
+        sizes = [b.shape[0] for b in buffers]
+        chunks = [b.untyped_storage().data_ptr() for b in buffers]  # a view never spans two chunks
         views = []
-        for _, group in by_storage:
-            sizes = [b.shape[0] for b in group]
-            for first, end in contiguous_runs([b.data_ptr() for b in group], sizes, scratch_size):
-                nbytes = sum(sizes[first:end])
-                run = group[first] if end - first == 1 else group[first].as_strided((nbytes,), (1,))
-                views.append(run[:nbytes // scratch_size * scratch_size].view(torch.int32)
-                             .reshape(-1, scratch_size // 4))
+        for first, end in contiguous_runs([b.data_ptr() for b in buffers], sizes, scratch_size, chunks):
+            nbytes = sum(sizes[first:end])
+            run = buffers[first] if end - first == 1 else buffers[first].as_strided((nbytes,), (1,))
+            whole = run[:nbytes // scratch_size * scratch_size]
+            views.append(whole.view(torch.int32).reshape(-1, scratch_size // 4))
         return views
 
     @staticmethod
@@ -315,13 +310,11 @@ class BatchSums:
     ctas: list[int]  # CTAs of each launch
 
     def launch(self, i: int) -> ScopeSums:
-        """Launch i's sums, over the scopes it recorded."""
-        have = self.intervals[i] > 0
-        return ScopeSums([s for s, h in zip(self.scope_ids, have) if h], self.cycles[i][have].tolist(),
-                         self.ns[i][have].tolist(), self.num_units * self.ctas[i])
+        """Launch i's sums (`launches`)."""
+        return self.launches()[i]
 
     def launches(self) -> list[ScopeSums]:
-        """Every launch's sums, as `launch(i)` gives them, converted to Python once for the batch."""
+        """Every launch's sums, over the scopes it recorded, converted to Python once for the batch."""
         out = []
         for have, cycles, ns, ctas in zip((self.intervals > 0).tolist(), self.cycles.tolist(), self.ns.tolist(),
                                           self.ctas):
