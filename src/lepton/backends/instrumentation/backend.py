@@ -25,7 +25,7 @@ from ..base import Backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
 from .layout import BUF_SIZE_BYTE, HEADER_BYTES
-from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up, widened_row_bytes
+from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up
 
 # Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
 # temporaries take about four times that, so larger pieces made the sums alone peak past 1 GiB;
@@ -217,8 +217,8 @@ class InstrumentationBackend(Backend):
         """Decodes one kernel's queued launches in pieces of at most `SUMS_BYTES` of widened words
         (the words that the sums read: the headers and what the busiest warp wrote)."""
         ops = TorchOps if hasattr(batch[0].buffer, "cpu") else ArrayOps  # numpy: the tests' buffers
-        row_bytes = widened_row_bytes(ops, [launch.buffer for launch in batch], kernel.scratch_size,
-                                      kernel.num_units)
+        row_bytes = ops.row_bytes([launch.buffer for launch in batch], kernel.scratch_size, kernel.num_units,
+                                  len(kernel.scope_names))
         per_piece = max(1, SUMS_BYTES // row_bytes)
         piece: list[_Launch] = []
         rows = 0

@@ -63,6 +63,23 @@ class ArrayOps:
                  for s in slots]
         return np.moveaxis(ArrayOps.concat(parts), 2, 0).astype(np.int64)
 
+    @classmethod
+    def cta_sums(cls, slots: list, data_word: int, num_units: int, seg_words: int, width: int, written,
+                 scope_ids: list[int]):
+        """Per CTA (rows) and scope (columns): summed cycles and intervals, each CTA's first START
+        and last END, and the checks (0-d: the records name known scopes; they pair), left where
+        the arrays are. `written`: (CTAs, units) entries each unit wrote; `width`: the words the
+        busiest unit wrote."""
+        # (entry word, CTA, warp): only the words the busiest warp wrote, widened
+        entries = cls.segments(slots, data_word, num_units, seg_words, width)
+        return _scope_rows(cls, entries, written, scope_ids)
+
+    @classmethod
+    def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
+        """Bytes of working memory one CTA takes in `batch_sums`, so that a batch can be cut into
+        pieces of a bounded size."""
+        return widened_row_bytes(cls, buffers, scratch_size, num_units)
+
     @staticmethod
     def concat(parts: list):
         """`parts` stacked along their first axis."""
@@ -183,14 +200,22 @@ class TorchOps(ArrayOps):
         parts = [s[:, first:end] for s in slots]
         return TorchOps.concat(parts).to(torch.int64) & 0xFFFFFFFF
 
-    @staticmethod
-    def segments(slots: list, first: int, num_units: int, seg_words: int, width: int):
-        import torch
+    @classmethod
+    def cta_sums(cls, slots: list, data_word: int, num_units: int, seg_words: int, width: int, written,
+                 scope_ids: list[int]):
+        """One Triton kernel per run of launches (`sums_kernel`): ~40 torch ops a scope cost more
+        host time in dispatch than the GPU took (docs/design.md)."""
+        from .sums_kernel import UNKNOWN_SCOPE_FLAG, UNPAIRED_FLAG, cta_scope_sums
 
-        parts = [s[:, first:first + num_units * seg_words].reshape(-1, num_units, seg_words)[:, :, :width]
-                 for s in slots]
-        # permuted as int32 (half the bytes), then widened: torch scans fast along a non-innermost axis
-        return TorchOps.concat(parts).permute(2, 0, 1).contiguous().to(torch.int64) & 0xFFFFFFFF
+        durations, ends, first, last, flags = cta_scope_sums(slots, data_word, seg_words, num_units, scope_ids)
+        checks = [((flags & UNKNOWN_SCOPE_FLAG) == 0).all().long(), ((flags & UNPAIRED_FLAG) == 0).all().long()]
+        return durations, ends, first, last, checks
+
+    @classmethod
+    def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
+        """The kernel reads the slots in place: a CTA takes its header words, widened, and its
+        outputs and their float copies (no copy to the host to size them)."""
+        return 8 * (HEADER_WORDS + num_units + 6 * num_scopes + 16)
 
     @staticmethod
     def concat(parts: list):
@@ -204,24 +229,6 @@ class TorchOps(ArrayOps):
 
         return torch.repeat_interleave(torch.arange(len(counts), device=like.device),
                                        torch.tensor(counts, device=like.device))
-
-    @staticmethod
-    def arange(n: int, like):
-        import torch
-
-        return torch.arange(n, device=like.device)
-
-    @staticmethod
-    def cumsum(a, axis: int):
-        return a.cumsum(axis)
-
-    @staticmethod
-    def cummax(a, axis: int):
-        return a.cummax(axis).values
-
-    @staticmethod
-    def gather(a, index, axis: int):
-        return a.gather(axis, index)
 
     @staticmethod
     def flat_prefix_sums(values):
@@ -256,22 +263,6 @@ class TorchOps(ArrayOps):
         import torch
 
         return torch.where(condition, a, b)
-
-    @staticmethod
-    def amin(a):
-        return a.amin((0, 2))
-
-    @staticmethod
-    def amax(a):
-        return a.amax((0, 2))
-
-    @staticmethod
-    def amin_columns(a):
-        return a.amin(1)
-
-    @staticmethod
-    def amax_columns(a):
-        return a.amax(1)
 
     @staticmethod
     def stack(columns: list):
@@ -341,11 +332,8 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
     if isinstance(layout, HostReason):
         return layout
     seg_words, width = layout
-    # (entry word, CTA, warp): only the words the busiest warp wrote, widened; the scans below run
-    # along the entries, which torch scans fast only when that axis is not the innermost
-    # (docs/design.md).
-    entries = ops.segments(slots, data_word, num_units, seg_words, width)
-    per_row, ends, first, last, checks = _scope_rows(ops, entries, head[:, HEADER_WORDS:] // 2, scope_ids)
+    per_row, ends, first, last, checks = ops.cta_sums(slots, data_word, num_units, seg_words, width,
+                                                      head[:, HEADER_WORDS:] // 2, scope_ids)
     ok = ops.host(ops.scalars(checks))
     if not ok[0]:
         return HostReason.UNKNOWN_SCOPE
