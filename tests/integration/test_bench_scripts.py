@@ -49,6 +49,16 @@ def test_view_memory_bench_runs_every_case_on_a_small_deep_profile(tmp_path):
     assert all(float(case.split("peak_mb=")[1].split()[0]) > 0 for case in cases)
 
 
+
+def test_instrumentation_host_bench_times_a_batch_from_its_sums_to_the_tree(tmp_path):
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "instrumentation_host.py"), "--launches", "300",
+                        "--scopes", "1,3", "--repeat", "2"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       check=False)
+    assert p.returncode == 0, p.stderr  # it fails unless the tree holds every launch's cycles
+    lines = [dict(field.split("=") for field in line.split()) for line in p.stdout.splitlines()]
+    assert [(line["launches"], line["scopes"]) for line in lines] == [("300", "1"), ("300", "3")]
+    assert all(float(line["us_per_launch"]) > 0 for line in lines)
+
 STEPS = """FRESH 50.0 52.0 48.0
 STEP none 40.0 50.0 60.0
 STEP shadow:tree:none 44.0 60.0 66.0

@@ -22,7 +22,8 @@ DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation
 
 class Sink:
     def __init__(self, trace=True):
-        self.got = []
+        self.got = []  # (launch decoded on the host, its launch_ns)
+        self.summed = []  # SummedLaunches, one per piece summed on the device
         self.trace = trace
 
     def wants_intervals(self):
@@ -30,6 +31,12 @@ class Sink:
 
     def ingest_cycles(self, launches, launch_ns):
         self.got.extend(zip(launches, launch_ns))
+
+    def ingest_summed(self, summed):
+        self.summed.append(summed)
+
+    def launches(self):
+        return len(self.got) + sum(len(s) for s in self.summed)
 
     def internal(self):
         import contextlib
@@ -67,11 +74,18 @@ def test_without_a_trace_session_the_batch_is_summed_where_it_is_and_gives_the_s
     raw, k = kernel("nested")
     backend, sink = InstrumentationBackend(), Sink(trace=False)
     backend.sink = sink
-    backend._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT", "a"), 100), _Launch(raw.copy(), 0, k, 7, ("ROOT", "a"), 200)])
+    batch = [_Launch(raw, 0, k, 7, ("ROOT", "a"), 100), _Launch(raw.copy(), 1, k, 9, ("ROOT", "b"), 200)]
+    backend._deliver(k, batch)
     want = scope_sums(decode_launch(raw, k.scratch_size, k.num_units))
-    for cycles, _ in sink.got:
-        assert cycles.events is None
-        assert (cycles.sums.scope_ids, cycles.sums.cycles, cycles.sums.warps) == (want.scope_ids, want.cycles, want.warps)
+    (summed,) = sink.summed
+    assert sink.got == [] and all(launch.buffer is None for launch in batch)
+    assert (summed.kernel_pid.tolist(), summed.device_id.tolist(), summed.launch_ns.tolist(), summed.call_paths) \
+        == ([7, 9], [0, 1], [100, 200], [("ROOT", "a"), ("ROOT", "b")])
+    assert (summed.kernel_name, summed.scope_names, summed.scope_parents) == (k.name, k.scope_names, k.scope_parents)
+    for row in range(2):
+        have = summed.intervals[row] > 0
+        assert [s for s, h in zip(summed.scope_ids, have) if h] == want.scope_ids
+        assert summed.cycles[row][have].tolist() == want.cycles and summed.warps[row] == want.warps
 
 
 def test_the_queue_bound_is_a_sixteenth_of_the_device_at_most_2_gib():
@@ -82,9 +96,8 @@ def test_the_queue_bound_is_a_sixteenth_of_the_device_at_most_2_gib():
 def test_a_session_adds_launches_summed_on_the_device_as_one_per_path_and_grid_and_skips_inactive_ones():
     import time
 
-    from lepton.model.cycles import ScopeSums
+    from lepton.model.cycles import SummedLaunches
     from lepton.model.paths import ROOT, PathTable
-    from lepton.model.records import CycleLaunch
     from lepton.model.tree import build_tree
     from lepton.runtime.session import Session
 
@@ -96,12 +109,12 @@ def test_a_session_adds_launches_summed_on_the_device_as_one_per_path_and_grid_a
     s.set_active(False)
     t_inactive = time.time_ns()
 
-    def launch(pid, cycles, warps):
-        return CycleLaunch(pid, "k", {0: "load", 1: "store"}, {}, None,
-                           sums=ScopeSums([0, 1], [cycles, 2 * cycles], [cycles / 2, cycles], warps))
-
-    launches = [launch(a, 100, 16), launch(a, 300, 16), launch(a, 64, 4), launch(b, 50, 16), launch(a, 999, 16)]
-    s.add_cycle_launches(launches, np.array([t_active] * 4 + [t_inactive]), paths)
+    cycles = np.array([100, 300, 64, 50, 999])
+    summed = SummedLaunches("k", {0: "load", 1: "store"}, {}, [0, 1], np.stack([cycles, 2 * cycles], 1),
+                            np.stack([cycles / 2, cycles], 1).astype(float), np.ones((5, 2), np.int64),
+                            np.array([16, 16, 4, 16, 16]), np.array([a, a, a, b, a]), np.zeros(5, np.int64),
+                            np.array([t_active] * 4 + [t_inactive]), [("ROOT", "k")] * 5)
+    s.add_summed_launches(summed, paths)
     nodes = {tuple(n.name for n in chain): chain[-1].metrics for chain in _chains(build_tree(paths, s.phases[0]))}
     load_a = nodes[("a", "k", "load")]
     cycles = [v for k, v in load_a.items() if getattr(k, "name", k) == "cycles"]
@@ -155,7 +168,7 @@ def test_the_path_counts_give_per_kernel_the_launches_summed_on_the_device_and_t
         "k": {"buffer": "sized to its records", "device_sums": 3, "host_decoded": {"buffer wrapped": 2}},
         "other": {"buffer": "", "device_sums": 1, "host_decoded": {"trace session": 1}}}
     assert backend.profile_extras() == {"instrumentation_paths": backend.path_counts()}
-    assert len(sink.got) == 7
+    assert sink.launches() == 7 and len(sink.got) == 3  # the wrapped batch and the trace's
 
 
 def test_the_queue_is_decoded_every_queue_launches_launches_however_small_their_buffers():
@@ -172,7 +185,7 @@ def test_the_queue_is_decoded_every_queue_launches_launches_however_small_their_
         buffer = backend._take(0, len(raw))
         buffer[:] = raw
         backend.queue(buffer, k, 7, ("ROOT",))
-        assert len(sink.got) == (QUEUE_LAUNCHES if i == QUEUE_LAUNCHES else 0)
+        assert sink.launches() == (QUEUE_LAUNCHES if i == QUEUE_LAUNCHES else 0)
     assert arena.reserved == 1 << 20 and arena.handed_out == len(raw)
     assert backend.path_counts()["k"]["device_sums"] == QUEUE_LAUNCHES
 

@@ -60,17 +60,58 @@ def scope_sums(events: LaunchEvents) -> ScopeSums:
     return ScopeSums(ids.tolist(), cycles.tolist(), ns.tolist(), events.num_units * events.num_ctas)
 
 
-def merge_sums(sums: list[ScopeSums]) -> ScopeSums:
-    """The sums of launches over one grid (`warps` alike), as one launch's: the tree adds launches'
-    cycles and their per-warp cycles, both linear in the sums."""
-    cycles: dict[int, int] = {}
-    ns: dict[int, float] = {}
-    for one in sums:
-        for sid, c, n in zip(one.scope_ids, one.cycles, one.ns):
-            cycles[sid] = cycles.get(sid, 0) + c
-            ns[sid] = ns.get(sid, 0.0) + n
-    ids = sorted(cycles)
-    return ScopeSums(ids, [cycles[i] for i in ids], [ns[i] for i in ids], sums[0].warps)
+@dataclass
+class SummedLaunches:
+    """Launches of one instrumented kernel summed on the device, one row per launch: what a tree
+    needs of them, as columns, so that thousands of launches cost a few array operations and one
+    tree update per path instead of one object each (`CycleLaunch` is one launch, with its
+    intervals where they were decoded on the host)."""
+
+    kernel_name: str
+    scope_names: dict[int, str]
+    scope_parents: dict[int, int]  # child scope id -> parent scope id
+    scope_ids: list[int]  # ascending: the columns of `cycles`, `ns` and `intervals`
+    cycles: np.ndarray  # int64 (launches, scopes)
+    ns: np.ndarray  # float64 (launches, scopes)
+    intervals: np.ndarray  # int64 (launches, scopes): 0 where a launch did not record the scope
+    warps: np.ndarray  # int64 per launch: warps x CTAs, what its sums are over
+    kernel_pid: np.ndarray  # int64 per launch: the kernel's node (a path id)
+    device_id: np.ndarray  # int64 per launch
+    launch_ns: np.ndarray  # int64 per launch (`time.time_ns()`): places it in a session's time line
+    call_paths: list[tuple[str, ...]]  # per launch: from ROOT to the kernel
+
+    def __len__(self) -> int:
+        return len(self.launch_ns)
+
+    def merged(self, rows: np.ndarray, phase: np.ndarray) -> list[tuple[int, CycleLaunch]]:
+        """The launches `rows` (ascending) as `(phase, launch)`, one launch per phase (`phase`: one
+        per launch), path, device and grid, in the order of each one's first row: the tree's
+        metrics are linear in the sums of launches over one grid. The sums are added in row order
+        from zero, as adding the launches one after another does, so every float is the same."""
+        if not len(rows):
+            return []
+        keys = np.stack([phase[rows], self.kernel_pid[rows], self.device_id[rows], self.warps[rows]], 1)
+        _, first, group = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        group = rank[group.reshape(-1)]  # groups numbered by their first row
+        have = self.intervals[rows] > 0
+        shape = (len(order), len(self.scope_ids))
+        cycles, ns, seen = np.zeros(shape, np.int64), np.zeros(shape), np.zeros(shape, bool)
+        np.add.at(cycles, group, np.where(have, self.cycles[rows], 0))  # unbuffered: in row order
+        np.add.at(ns, group, np.where(have, self.ns[rows], 0.0))
+        np.logical_or.at(seen, group, have)
+        out = []
+        for row, in_group, group_cycles, group_ns in zip(rows[first[order]].tolist(), seen.tolist(),
+                                                         cycles.tolist(), ns.tolist()):
+            sums = ScopeSums([s for s, h in zip(self.scope_ids, in_group) if h],
+                             [c for c, h in zip(group_cycles, in_group) if h],
+                             [n for n, h in zip(group_ns, in_group) if h], int(self.warps[row]))
+            out.append((int(phase[row]), CycleLaunch(
+                int(self.kernel_pid[row]), self.kernel_name, self.scope_names, self.scope_parents, None,
+                self.call_paths[row], int(self.device_id[row]), sums)))
+        return out
 
 
 def scope_name(launch: CycleLaunch, scope_id: int) -> str:

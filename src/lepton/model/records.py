@@ -206,8 +206,9 @@ class CycleLaunch:
     """A decoded launch with what places it in a profile: the kernel's node (`kernel_pid`, a path
     id), the kernel's scope names and nesting (`scope_parents`: child id -> parent id), and the
     launch's call path from ROOT to the kernel (`call_path`, for the trace's `call_stack`).
-    `events` holds every interval; where no session keeps a trace, the backend sums the launch on
-    the device instead: `events` is then None and `sums` its `model.cycles.ScopeSums`."""
+    `events` holds every interval; where no session keeps a trace, the backend sums launches on the
+    device instead and hands them over as columns (`model.cycles.SummedLaunches`), which a session
+    merges into launches whose `events` is None and `sums` a `model.cycles.ScopeSums`."""
 
     kernel_pid: int
     kernel_name: str

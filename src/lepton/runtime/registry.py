@@ -22,6 +22,7 @@ from .. import writers
 from ..backends.base import Backend, backend_factory, backend_names
 from ..errors import PhaseNotFound, SessionNotFound, UsageError
 from ..model.aggregate import kernel_paths
+from ..model.cycles import SummedLaunches
 from ..model.profile import Profile
 from ..model.records import CycleLaunch, KernelBatch, PhaseData
 from ..model.timeline import ThreadTimelines
@@ -54,6 +55,9 @@ class _BackendSink:
 
     def ingest_cycles(self, launches: list[CycleLaunch], launch_ns: list[int]) -> None:
         self.registry.ingest_cycles(self.backend, launches, launch_ns)
+
+    def ingest_summed(self, summed: SummedLaunches) -> None:
+        self.registry.ingest_summed(self.backend, summed)
 
     def wants_intervals(self) -> bool:
         """Whether a session of this backend keeps a trace (every interval of every launch)."""
@@ -447,11 +451,17 @@ class SessionRegistry:
             self._write_completed(s, s.ingest(*paths_of, replayed))
 
     def ingest_cycles(self, backend: Backend, launches: list[CycleLaunch], launch_ns: list[int]) -> None:
-        """Decoded launches of instrumented kernels, to every session of `backend` that was active
-        when each was launched."""
+        """Launches of instrumented kernels decoded on the host, to every session of `backend` that
+        was active when each was launched."""
         times = np.asarray(launch_ns, np.int64)
         for s in [s for s in list(self.sessions.values()) if s.backend is backend]:
             s.add_cycle_launches(launches, times, self.hot_path.paths)
+
+    def ingest_summed(self, backend: Backend, summed: SummedLaunches) -> None:
+        """Launches of an instrumented kernel summed on the device, as columns, to every session
+        of `backend`: each takes those launched while it was active."""
+        for s in [s for s in list(self.sessions.values()) if s.backend is backend]:
+            s.add_summed_launches(summed, self.hot_path.paths)
 
     def report_dropped(self, backend: Backend, count: int, reason: str) -> None:
         if count <= 0:

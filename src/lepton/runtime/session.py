@@ -7,7 +7,6 @@ later, in bulk, on another thread.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import sys
@@ -17,7 +16,7 @@ import time
 import numpy as np
 
 from ..errors import UsageError
-from ..model.cycles import merge_sums
+from ..model.cycles import SummedLaunches
 from ..model.metrics import coerce_metric_value, parse_metric_name
 from ..model.profile import RunCommand
 from ..model.records import UNKNOWN_LAUNCH_NS, KernelBatch, PhaseData
@@ -346,26 +345,28 @@ class Session:
             return []
 
     def add_cycle_launches(self, launches: list, launch_ns: np.ndarray, paths) -> None:
-        """Decoded launches of an instrumented kernel, those launched while this session was
-        active. Launches summed on the device (`launch.sums`) that share a phase, a path and a
-        grid are added as one: the tree only adds them up (`merge_sums`)."""
+        """Launches of an instrumented kernel decoded on the host (`launch.events`), those launched
+        while this session was active, each to its phase."""
         with self._lock:
             if not self._times:
                 return
             active, phase = self._launch_state(launch_ns)
-            same: dict[tuple, list] = {}
             for launch, is_active, ph in zip(launches, active.tolist(), phase.tolist()):
                 data = self.phases.get(ph)
-                if not is_active or data is None:
-                    continue
-                if launch.sums is None:
+                if is_active and data is not None:
                     data.add_cycle_launch(launch, paths)
-                else:
-                    same.setdefault((ph, launch.kernel_pid, launch.device_id, launch.sums.warps), []).append(launch)
-            for (ph, *_), group in same.items():
-                merged = group[0] if len(group) == 1 else \
-                    dataclasses.replace(group[0], sums=merge_sums([launch.sums for launch in group]))
-                self.phases[ph].add_cycle_launch(merged, paths)
+
+    def add_summed_launches(self, summed: SummedLaunches, paths) -> None:
+        """Launches of an instrumented kernel summed on the device, those launched while this
+        session was active. Launches that share a phase, a path, a device and a grid are added as
+        one (`SummedLaunches.merged`): the tree only adds them up."""
+        with self._lock:
+            if not self._times:
+                return
+            active, phase = self._launch_state(summed.launch_ns)
+            kept = active & np.isin(phase, list(self.phases))  # a phase the user cleared keeps nothing
+            for ph, launch in summed.merged(np.flatnonzero(kept), phase):
+                self.phases[ph].add_cycle_launch(launch, paths)
 
     def check_format(self, fmt: str) -> str:
         fmt = (fmt or FORMATS[self.data_kind][0]).lower()

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import UsageError
+from ...model.cycles import SummedLaunches
 from ...model.records import CycleLaunch
 from ..base import Backend
 from .arena import ScratchArena
 from .decode import decode_launch, split_launches
 from .layout import BUF_SIZE_BYTE, HEADER_BYTES
-from .sums import ArrayOps, HostReason, TorchOps, batch_sums, warm_up
+from .sums import ArrayOps, BatchSums, HostReason, TorchOps, batch_sums, warm_up
 
 # Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
 # temporaries take about four times that, so larger pieces made the sums alone peak past 1 GiB;
@@ -110,6 +111,17 @@ class _Launch:
     kernel_pid: int
     call_path: tuple[str, ...]
     launch_ns: int
+
+
+def summed_launches(kernel: InstrumentedKernel, batch: list[_Launch], sums: BatchSums) -> SummedLaunches:
+    """A batch's device sums with what places each of its launches in a profile, as columns: the
+    sessions merge launches of one path and grid over arrays instead of an object a launch."""
+    return SummedLaunches(kernel.name, kernel.scope_names, kernel.scope_parents, sums.scope_ids, sums.cycles,
+                          sums.ns, sums.intervals, sums.num_units * np.asarray(sums.ctas, np.int64),
+                          np.array([launch.kernel_pid for launch in batch], np.int64),
+                          np.array([launch.device for launch in batch], np.int64),
+                          np.array([launch.launch_ns for launch in batch], np.int64),
+                          [launch.call_path for launch in batch])
 
 
 class InstrumentationBackend(Backend):
@@ -239,23 +251,23 @@ class InstrumentationBackend(Backend):
         if self.sink is None or not self.sink.wants_intervals():
             sums = batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units, sorted(kernel.scope_names))
         self._count(kernel, len(batch), sums if isinstance(sums, HostReason) else None)
+        for launch in batch:
+            launch.buffer = None  # the arena may hand the memory out again once `buffers` goes
         if not isinstance(sums, HostReason):
-            per_launch = [(None, launch_sums) for launch_sums in sums.launches()]
-        else:  # every interval, for a trace or to say what was wrong with a buffer
-            raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
-            decoded = decode_launch(raw, slot, kernel.num_units)
-            for message in decoded.warnings:
-                self.warn(f"{kernel.name}: {message}")
-            per_launch = [(events, None) for events in split_launches(decoded, ctas)]
-        decoded_launches = []
-        for launch, (events, launch_sums) in zip(batch, per_launch):
-            launch.buffer = None
-            decoded_launches.append(CycleLaunch(
-                kernel_pid=launch.kernel_pid, kernel_name=kernel.name, scope_names=kernel.scope_names,
-                scope_parents=kernel.scope_parents, events=events, call_path=launch.call_path,
-                device_id=launch.device, sums=launch_sums))
+            if self.sink is not None:
+                self.sink.ingest_summed(summed_launches(kernel, batch, sums))
+            return
+        # every interval, for a trace or to say what was wrong with a buffer
+        raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
+        decoded = decode_launch(raw, slot, kernel.num_units)
+        for message in decoded.warnings:
+            self.warn(f"{kernel.name}: {message}")
+        launches = [CycleLaunch(kernel_pid=launch.kernel_pid, kernel_name=kernel.name, scope_names=kernel.scope_names,
+                                scope_parents=kernel.scope_parents, events=events, call_path=launch.call_path,
+                                device_id=launch.device)
+                    for launch, events in zip(batch, split_launches(decoded, ctas))]
         if self.sink is not None:
-            self.sink.ingest_cycles(decoded_launches, [launch.launch_ns for launch in batch])
+            self.sink.ingest_cycles(launches, [launch.launch_ns for launch in batch])
 
     def _count(self, kernel: InstrumentedKernel, launches: int, host: HostReason | None) -> None:
         with self._paths_lock:

@@ -305,7 +305,8 @@ class BatchSums:
         return self.launches()[i]
 
     def launches(self) -> list[ScopeSums]:
-        """Every launch's sums, over the scopes it recorded, converted to Python once for the batch."""
+        """Every launch's sums, over the scopes it recorded, converted to Python once for the batch
+        (the sessions take the arrays themselves: `backend.summed_launches`)."""
         out = []
         for have, cycles, ns, ctas in zip((self.intervals > 0).tolist(), self.cycles.tolist(), self.ns.tolist(),
                                           self.ctas):
