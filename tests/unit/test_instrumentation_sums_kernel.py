@@ -24,6 +24,7 @@ from lepton.backends.instrumentation.sums import (  # noqa: E402
     batch_sums,
     warm_up,
 )
+from lepton.backends.instrumentation.layout import HEADER_BYTES  # noqa: E402
 from lepton.backends.instrumentation.sums_kernel import BLOCK  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
@@ -123,3 +124,19 @@ def test_a_batch_with_anything_to_report_is_refused_for_the_same_reason(warp, wh
 
 def test_the_warm_up_batch_sums_through_the_kernel():
     assert isinstance(warm_up(TorchOps, lambda array: torch.from_numpy(array).to(DEVICE)), BatchSums)
+
+
+def test_a_wrapped_warp_a_torn_count_and_a_bad_preamble_are_refused_as_numpy_refuses_them():
+    wrapped, scratch = launch([slot([[(S, 0, 1), (E, 0, 5)], [(S, 0, 1), (E, 0, 2)] * 5], seg_entries=8)])
+    torn, _ = launch([slot([[(S, 0, 1), (E, 0, 5)], [(S, 0, 1), (E, 0, 5)]], seg_entries=8)])
+    torn[HEADER_BYTES:HEADER_BYTES + 4].view("<u4")[0] = 3  # the first warp's count: three words
+    bad, _ = launch([slot([[(S, 0, 1), (E, 0, 5)]] * 2, seg_entries=8, preamble=0x12345678)])
+    for raw, why in ((wrapped, HostReason.WRAPPED), (torn, HostReason.TORN), (bad, HostReason.BAD_SLOT)):
+        assert both([raw], scratch, 2, [0]) == (why, why)
+
+
+def test_slots_of_76_bytes_sum_as_numpy_does():
+    warp = [(S, 0, 100), (S, 1, 120), (E, 1, 180), (E, 0, 200)]
+    raw = np.frombuffer(b"".join(slot([warp], program_id=p, seg_entries=4, init_ns=1_000 * p)
+                                 for p in range(3)), np.uint8).copy()
+    assert_same([raw, raw.copy()], 76, 1, [0, 1])

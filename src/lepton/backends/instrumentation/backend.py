@@ -28,10 +28,9 @@ from .decode import decode_launch, split_launches
 from .layout import BUF_SIZE_BYTE, HEADER_BYTES
 from .sums import ArrayOps, BatchSums, HostReason, TorchOps, batch_sums, warm_up
 
-# Device memory one piece of a batch's sums works on (the words it reads, as int64); the sums' own
-# temporaries take about four times that, so larger pieces made the sums alone peak past 1 GiB;
-# at 64 MiB a piece is ~70 launches of a 4096-block kernel, whose fixed cost (kernel launches and
-# four copies to the host) is then small per launch (docs/design.md, "Two scopes cost 30x one").
+# Working memory of one piece of a batch's sums (`ops.row_bytes` a CTA): on the GPU the sums'
+# kernels read the slots in place and write ~40 bytes a CTA, so a piece is ~400 launches of a
+# 4096-block kernel; the numpy sums (the tests') widen what they read to int64.
 SUMS_BYTES = 64 << 20
 # Launches queued after which the launch hook decodes the queue, whatever their buffers' size:
 # with only the byte bound, kernels sized to their records (0.5-1.5 MB a launch of 4096 blocks)
@@ -226,8 +225,7 @@ class InstrumentationBackend(Backend):
             arena.recycle()
 
     def _deliver(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
-        """Decodes one kernel's queued launches in pieces of at most `SUMS_BYTES` of widened words
-        (the words that the sums read: the headers and what the busiest warp wrote)."""
+        """Decodes one kernel's queued launches in pieces of at most `SUMS_BYTES` of working memory."""
         ops = TorchOps if hasattr(batch[0].buffer, "cpu") else ArrayOps  # numpy: the tests' buffers
         row_bytes = ops.row_bytes([launch.buffer for launch in batch], kernel.scratch_size, kernel.num_units,
                                   len(kernel.scope_names))

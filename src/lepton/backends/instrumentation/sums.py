@@ -3,16 +3,15 @@
 A profile tree needs, per launch and scope, only the summed cycles and nanoseconds; decoding every
 interval on the host to add them up cost many times the kernel (docs/design.md). So where every
 warp's buffer is well formed (no wrap, each scope's records alternating START, END), the sums
-are taken with a dozen array operations over the whole batch, and only a launches x scopes table
-crosses to the host. Anything else (a wrapped buffer, an unpaired record, a bad slot, or a session
+are taken where the buffers are, and only a launches x scopes table crosses to the host. Anything else (a wrapped buffer, an unpaired record, a bad slot, or a session
 that keeps the trace: `HostReason`) goes through the host decoder (`decode`), which pairs every
 record the way Proton does and says what was wrong.
 
 The formulas are `decode` and `model.cycles` restated over a dense (CTA, warp, entry) grid: the
 END at rank r of a scope in a warp closes the START at rank r - 1; each CTA converts cycles to ns at
-its own globaltimer rate, or its launch's pooled rate. They run on torch tensors (the device) or
-numpy arrays (the tests) through `ArrayOps`, which names the operations the two libraries spell
-differently.
+its own globaltimer rate, or its launch's pooled rate. On the GPU they are two Triton kernels
+(`sums_kernel`, through `TorchOps`); here they are numpy array operations (`ArrayOps`), the reference
+the kernels are tested against and what the CPU tests run.
 """
 from __future__ import annotations
 
@@ -64,15 +63,10 @@ class ArrayOps:
         return np.moveaxis(ArrayOps.concat(parts), 2, 0).astype(np.int64)
 
     @classmethod
-    def cta_sums(cls, slots: list, data_word: int, num_units: int, seg_words: int, width: int, written,
-                 scope_ids: list[int]):
-        """Per CTA (rows) and scope (columns): summed cycles and intervals, each CTA's first START
-        and last END, and the checks (0-d: the records name known scopes; they pair), left where
-        the arrays are. `written`: (CTAs, units) entries each unit wrote; `width`: the words the
-        busiest unit wrote."""
-        # (entry word, CTA, warp): only the words the busiest warp wrote, widened
-        entries = cls.segments(slots, data_word, num_units, seg_words, width)
-        return _scope_rows(cls, entries, written, scope_ids)
+    def sums(cls, buffers: list, ctas: list[int], scratch_size: int, num_units: int,
+             scope_ids: list[int]) -> BatchSums | HostReason:
+        """`batch_sums` past its checks of the arguments: the formulas as array operations."""
+        return _array_sums(cls, buffers, ctas, scratch_size, num_units, scope_ids)
 
     @classmethod
     def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
@@ -176,6 +170,9 @@ def contiguous_runs(starts: list[int], sizes: list[int], scratch_size: int,
 
 
 class TorchOps(ArrayOps):
+    """The GPU's: the sums are two Triton kernels (`sums_kernel`); the rest of `ArrayOps` is not
+    used on torch tensors but to copy launches to the host."""
+
     @staticmethod
     def slots(buffers: list, scratch_size: int) -> list:
         """One (CTAs, slot words) view per run of launches that the arena cut one after another
@@ -193,82 +190,29 @@ class TorchOps(ArrayOps):
             views.append(whole.view(torch.int32).reshape(-1, scratch_size // 4))
         return views
 
-    @staticmethod
-    def words(slots: list, first: int, end: int):
-        import torch
-
-        parts = [s[:, first:end] for s in slots]
-        return TorchOps.concat(parts).to(torch.int64) & 0xFFFFFFFF
-
     @classmethod
-    def cta_sums(cls, slots: list, data_word: int, num_units: int, seg_words: int, width: int, written,
-                 scope_ids: list[int]):
-        """One Triton kernel per run of launches (`sums_kernel`): ~40 torch ops a scope cost more
+    def sums(cls, buffers: list, ctas: list[int], scratch_size: int, num_units: int,
+             scope_ids: list[int]) -> BatchSums | HostReason:
+        """Two kernels and a copy each way, whatever the scopes: ~40 torch ops a scope cost more
         host time in dispatch than the GPU took (docs/design.md)."""
-        from .sums_kernel import UNKNOWN_SCOPE_FLAG, UNPAIRED_FLAG, cta_scope_sums
+        from .sums_kernel import FLAG_ORDER, launch_sums
 
-        durations, ends, first, last, flags = cta_scope_sums(slots, data_word, seg_words, num_units, scope_ids)
-        checks = [((flags & UNKNOWN_SCOPE_FLAG) == 0).all().long(), ((flags & UNPAIRED_FLAG) == 0).all().long()]
-        return durations, ends, first, last, checks
+        cycles, ns, intervals, flags = launch_sums(cls.slots(buffers, scratch_size), ctas, num_units, scope_ids)
+        for flag, reason in zip(FLAG_ORDER, FLAG_REASONS):
+            if flags & flag:
+                return reason
+        return BatchSums(list(scope_ids), cycles, ns, intervals, num_units, list(ctas))
 
     @classmethod
     def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
-        """The kernel reads the slots in place: a CTA takes its header words, widened, and its
-        outputs and their float copies (no copy to the host to size them)."""
-        return 8 * (HEADER_WORDS + num_units + 6 * num_scopes + 16)
+        """The kernels read the slots in place: a CTA takes its sums, spans and flags."""
+        return 8 * (2 * num_scopes + 3)
 
     @staticmethod
     def concat(parts: list):
         import torch
 
         return torch.cat(parts) if len(parts) > 1 else parts[0]
-
-    @staticmethod
-    def repeat(counts: list[int], like):
-        import torch
-
-        return torch.repeat_interleave(torch.arange(len(counts), device=like.device),
-                                       torch.tensor(counts, device=like.device))
-
-    @staticmethod
-    def flat_prefix_sums(values):
-        import torch
-
-        flat = values.t().contiguous().reshape(-1)  # a 1-D scan is CUB's; along dim 0 of (rows, 2) it
-        # is one thread per column over every row (`scan_outer_dim`; docs/design.md)
-        return torch.cat([torch.zeros(1, dtype=values.dtype, device=values.device), flat.cumsum(0)])
-
-    @staticmethod
-    def scalars(values: list):
-        import torch
-
-        return torch.stack(values)
-
-    @staticmethod
-    def index(values: list[int], like):
-        import torch
-
-        return torch.tensor(values, dtype=torch.int64, device=like.device)
-
-    @staticmethod
-    def as_int(a):
-        return a.long()
-
-    @staticmethod
-    def as_float(a):
-        return a.double()
-
-    @staticmethod
-    def where(condition, a, b):
-        import torch
-
-        return torch.where(condition, a, b)
-
-    @staticmethod
-    def stack(columns: list):
-        import torch
-
-        return torch.stack(columns, 1)
 
     @staticmethod
     def host(a) -> np.ndarray:
@@ -287,6 +231,11 @@ class HostReason(str, Enum):
     TORN = "odd word count"  # a warp's count is not whole entries
     UNKNOWN_SCOPE = "unknown scope"  # a record of a scope the kernel does not name
     UNPAIRED = "unpaired record"  # START after START, END without START, or never closed
+
+
+# The reasons of `sums_kernel.FLAG_ORDER`'s flags, in its order.
+FLAG_REASONS = (HostReason.BAD_SLOT, HostReason.WRAPPED, HostReason.TORN, HostReason.UNKNOWN_SCOPE,
+                HostReason.UNPAIRED)
 
 
 @dataclass
@@ -319,22 +268,29 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
                scope_ids: list[int]) -> BatchSums | HostReason:
     """The sums of one kernel's launches, or why not where a buffer is not well formed (the
     caller then decodes the batch on the host, which reports what was wrong). Waits for the device
-    a fixed number of times whatever the scopes and launches (`ops.host`: four copies)."""
+    a fixed number of times whatever the scopes and launches."""
     if not is_slot_size(scratch_size):
         return HostReason.SLOT_SIZE
-    data_word = HEADER_WORDS + num_units
     if not sum(ctas) or not scope_ids:
         return HostReason.EMPTY
-    if data_word > scratch_size // 4:
+    if HEADER_WORDS + num_units > scratch_size // 4:
         return HostReason.BAD_SLOT
+    return ops.sums(buffers, ctas, scratch_size, num_units, list(scope_ids))
+
+
+def _array_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
+                scope_ids: list[int]) -> BatchSums | HostReason:
+    data_word = HEADER_WORDS + num_units
     slots = ops.slots(buffers, scratch_size)  # once: a view costs host time per run of launches
     head = ops.words(slots, 0, data_word)  # (CTAs, header words)
     layout = written_layout(ops, head, scratch_size, num_units)
     if isinstance(layout, HostReason):
         return layout
     seg_words, width = layout
-    per_row, ends, first, last, checks = ops.cta_sums(slots, data_word, num_units, seg_words, width,
-                                                      head[:, HEADER_WORDS:] // 2, scope_ids)
+    # (entry word, CTA, warp): only the words the busiest warp wrote, widened; the scans below run
+    # along the entries (numpy scans any axis alike; torch, where this ran before, did not).
+    entries = ops.segments(slots, data_word, num_units, seg_words, width)
+    per_row, ends, first, last, checks = _scope_rows(ops, entries, head[:, HEADER_WORDS:] // 2, scope_ids)
     ok = ops.host(ops.scalars(checks))
     if not ok[0]:
         return HostReason.UNKNOWN_SCOPE
@@ -451,5 +407,5 @@ def warm_up(ops: type[ArrayOps], to_device) -> BatchSums | HostReason:
         words[:, at + 1:at + 2 * entries:2] = [100, 200, 300, 400]
     raw = words.reshape(-1).view(np.uint8)
     buffers = [to_device(raw.copy()), to_device(raw.copy())]
-    widened_row_bytes(ops, buffers, 128, units)
+    ops.row_bytes(buffers, 128, units, 2)
     return batch_sums(ops, buffers, [ctas, ctas], 128, units, [0, 1])

@@ -1,22 +1,44 @@
-"""The per-CTA scope sums of `sums` as one Triton kernel: a program per CTA walks each warp's
-entries once per scope and keeps the open START, the summed durations, the interval count, the
-first START and last END, and whether the records pair.
+"""`sums.batch_sums` on the GPU as two Triton kernels: one program per CTA checks its slot's header
+and walks each warp's entries once per scope (the open START, summed durations, closed intervals,
+the CTA's span in cycles and in globaltimer ns); then one program per launch converts its CTAs'
+cycles to ns and adds them up.
 
-Done with torch ops, the same sums took ~40 launches a scope per piece, and the host's dispatch of
-those launches, not the GPU, bounded a decode (docs/design.md); here a piece is one launch per run
-of contiguous launches, and it reads the int32 slots in place instead of a widened int64 copy.
+Done with torch ops, the same sums took ~40 launches a scope per piece of a batch, and the host's
+dispatch of those launches, not the GPU, bounded a decode (docs/design.md). Here a piece is one
+launch per run of contiguous launches plus one, a copy to the device and one to the host, and the
+kernels read the int32 slots in place instead of a widened int64 copy. The formulas are the numpy
+ones of `sums` (`_scope_rows`, `_per_launch_sums`), which the tests hold this to.
 """
 from __future__ import annotations
 
+import numpy as np
 import triton
 import triton.language as tl
 
-from .layout import CLOCK_BITS, CLOCK_HIGH_MASK, END_BIT, HEADER_WORDS, SCOPE_MASK, SCOPE_SHIFT
+from .layout import (
+    BUF_SIZE_WORD,
+    CLOCK_BITS,
+    CLOCK_HIGH_MASK,
+    END_BIT,
+    HEADER_WORDS,
+    INIT_TIME_WORD,
+    PRE_FINAL_TIME_WORD,
+    PREAMBLE,
+    PREAMBLE_WORD,
+    SCOPE_MASK,
+    SCOPE_SHIFT,
+)
 
-BLOCK = 128  # entries a program reads at once
-NO_START = 1 << 62  # a CTA's first START where it closed no interval (`sums._scope_rows` uses the same)
-UNKNOWN_SCOPE_FLAG = 1
-UNPAIRED_FLAG = 2
+BLOCK = 128  # entries, or CTAs, a program reads at once
+NO_START = 1 << 62  # a CTA's first START where it closed no interval
+
+# A CTA's flags; a batch with any goes to the host decoder, for the first reason in this order.
+BAD_SLOT_FLAG = 1  # preamble, buffer size unlike the batch's first CTA, or a layout that does not fit
+WRAPPED_FLAG = 2
+TORN_FLAG = 4
+UNKNOWN_SCOPE_FLAG = 8
+UNPAIRED_FLAG = 16
+FLAG_ORDER = (BAD_SLOT_FLAG, WRAPPED_FLAG, TORN_FLAG, UNKNOWN_SCOPE_FLAG, UNPAIRED_FLAG)
 
 
 @triton.jit
@@ -25,37 +47,58 @@ def _later_start(flag_a, cycle_a, flag_b, cycle_b):
     return flag_a | flag_b, tl.where(flag_b != 0, cycle_b, cycle_a)
 
 
+@triton.jit
+def _either(a, b):
+    return a | b
+
+
+@triton.jit
+def _u64(row, word):
+    return (tl.load(row + word).to(tl.int64) & 0xFFFFFFFF) | (tl.load(row + word + 1).to(tl.int64) << 32)
+
+
 # The sizes are runtime values, not specialised on: one compiled kernel serves every instrumented
 # kernel (a compile is ~1 s, and would otherwise happen inside the user's loop).
-@triton.jit(do_not_specialize=["slot_words", "data_word", "seg_words", "num_units", "num_scopes", "row0"])
-def _cta_scope_sums(slots, slot_words, data_word, seg_words, num_units, scope_ids, num_scopes, row0,
-                    durations, ends, firsts, lasts, flags,
-                    HEADER: tl.constexpr, END_SHIFT: tl.constexpr, ID_SHIFT: tl.constexpr,
-                    ID_MASK: tl.constexpr, HIGH_MASK: tl.constexpr, WRAP: tl.constexpr,
-                    NONE: tl.constexpr, UNKNOWN: tl.constexpr, UNPAIRED: tl.constexpr,
-                    BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["slot_words", "num_units", "num_scopes", "row0"])
+def _cta_sums(slots, first_slot, slot_words, num_units, scope_ids, num_scopes, row0,
+              durations, ends, span_cycles, span_ns, flags,
+              HEADER: tl.constexpr, PREAMBLE_AT: tl.constexpr, MAGIC: tl.constexpr, BUF_AT: tl.constexpr,
+              INIT_AT: tl.constexpr, PRE_FINAL_AT: tl.constexpr, END_SHIFT: tl.constexpr,
+              ID_SHIFT: tl.constexpr, ID_MASK: tl.constexpr, HIGH_MASK: tl.constexpr, WRAP: tl.constexpr,
+              NONE: tl.constexpr, BAD_SLOT: tl.constexpr, WRAPPED: tl.constexpr, TORN: tl.constexpr,
+              UNKNOWN: tl.constexpr, UNPAIRED: tl.constexpr, BLOCK: tl.constexpr):
     cta = tl.program_id(0).to(tl.int64)
     row = slots + cta * slot_words
     out = row0 + cta
-    offsets = tl.arange(0, BLOCK)
+    data_word = HEADER + num_units
+    buf_bytes = tl.load(row + BUF_AT).to(tl.int64) & 0xFFFFFFFF
+    seg_words = buf_bytes // 4 // num_units
+    fits = (data_word + buf_bytes // 4 <= slot_words) & (buf_bytes % 4 == 0) & (seg_words >= 2)
+    same = ((tl.load(row + PREAMBLE_AT).to(tl.int64) & 0xFFFFFFFF) == MAGIC) & \
+        (buf_bytes == (tl.load(first_slot + BUF_AT).to(tl.int64) & 0xFFFFFFFF))
+    flag = tl.where(fits & same, 0, BAD_SLOT)
+    capacity = seg_words - seg_words % 2
+    written = tl.full((), 0, tl.int64)
+    for unit in range(num_units):
+        count = tl.load(row + HEADER + unit).to(tl.int64) & 0xFFFFFFFF
+        flag |= tl.where(count > capacity, WRAPPED, 0) | tl.where(count % 2 != 0, TORN, 0)
+        written += count // 2
+    readable = flag == 0  # else the layout cannot be trusted to stay inside the slot
     first = tl.full((), NONE, tl.int64)
     last = tl.full((), -1, tl.int64)
     unpaired = tl.full((), 0, tl.int32)
     matched = tl.full((), 0, tl.int64)
-    written = tl.full((), 0, tl.int64)
-    for unit in range(num_units):
-        written += tl.load(row + HEADER + unit).to(tl.int64) // 2
     for s in range(num_scopes):
         scope = tl.load(scope_ids + s).to(tl.int64)
         total = tl.full((), 0, tl.int64)
         closed = tl.full((), 0, tl.int64)
         for unit in range(num_units):
-            entries = tl.load(row + HEADER + unit) // 2
+            entries = tl.where(readable, (tl.load(row + HEADER + unit).to(tl.int64) & 0xFFFFFFFF) // 2, 0)
             segment = row + data_word + unit * seg_words
             seen = tl.full((), 0, tl.int32)  # the scope's records so far in this warp
             open_cycle = tl.full((), 0, tl.int64)  # the cycle of its last START
             for chunk in range(0, entries, BLOCK):
-                at = chunk + offsets
+                at = chunk + tl.arange(0, BLOCK)
                 valid = at < entries
                 w0 = tl.load(segment + 2 * at, mask=valid, other=0).to(tl.int64) & 0xFFFFFFFF
                 w1 = tl.load(segment + 2 * at + 1, mask=valid, other=0).to(tl.int64) & 0xFFFFFFFF
@@ -69,7 +112,7 @@ def _cta_scope_sums(slots, slot_words, data_word, seg_words, num_units, scope_id
                 start_cycle = tl.where(any_open != 0, last_open, open_cycle)
                 closes = mine & ~is_start
                 duration = cycle - start_cycle
-                duration = tl.where(duration < 0, duration + WRAP, duration)
+                duration = tl.where(duration < 0, duration + WRAP, duration)  # the 43-bit clock wrapped
                 total += tl.sum(tl.where(closes, duration, 0), 0)
                 closed += tl.sum(closes.to(tl.int64), 0)
                 first = tl.minimum(first, tl.min(tl.where(closes, start_cycle, NONE), 0))
@@ -81,36 +124,89 @@ def _cta_scope_sums(slots, slot_words, data_word, seg_words, num_units, scope_id
             matched += seen
         tl.store(durations + out * num_scopes + s, total)
         tl.store(ends + out * num_scopes + s, closed)
-    tl.store(firsts + out, first)
-    tl.store(lasts + out, last)
-    flag = tl.where(unpaired != 0, UNPAIRED, 0) | tl.where(matched != written, UNKNOWN, 0)
+    init_ns = _u64(row, INIT_AT)
+    pre_final_ns = _u64(row, PRE_FINAL_AT)
+    tl.store(span_cycles + out, tl.where(last > first, last - first, 0))
+    tl.store(span_ns + out, tl.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0))
+    flag |= tl.where(unpaired != 0, UNPAIRED, 0) | tl.where(readable & (matched != written), UNKNOWN, 0)
     tl.store(flags + out, flag.to(tl.int32))
 
 
-def cta_scope_sums(slots: list, data_word: int, seg_words: int, num_units: int, scope_ids: list[int]):
-    """`(durations, ends, first, last, flags)` per CTA of the runs `slots` (int32 (CTAs, slot
-    words) tensors, `sums.TorchOps.slots`): summed cycles and closed intervals per scope
-    (CTAs, scopes), the first START and last END of any closed interval, and the `*_FLAG` bits."""
+@triton.jit(do_not_specialize=["num_scopes"])
+def _launch_sums(bounds, durations, ends, span_cycles, span_ns, flags, num_scopes, cycles, ns, intervals,
+                 launch_flags, BLOCK: tl.constexpr):
+    """Per launch: each CTA's cycles converted at its own globaltimer rate, or where it has none the
+    launch's pooled rate, and summed per scope; and its CTAs' flags."""
+    launch = tl.program_id(0).to(tl.int64)
+    begin = tl.load(bounds + launch)
+    end = tl.load(bounds + launch + 1)
+    pooled_ns = tl.full((), 0.0, tl.float64)
+    pooled_cycles = tl.full((), 0.0, tl.float64)
+    flag = tl.full((), 0, tl.int32)
+    for chunk in range(begin, end, BLOCK):
+        at = chunk + tl.arange(0, BLOCK)
+        valid = at < end
+        sc = tl.load(span_cycles + at, mask=valid, other=0)
+        sn = tl.load(span_ns + at, mask=valid, other=0)
+        usable = (sc > 0) & (sn > 0)
+        pooled_ns += tl.sum(tl.where(usable, sn, 0), 0).to(tl.float64)
+        pooled_cycles += tl.sum(tl.where(usable, sc, 0), 0).to(tl.float64)
+        flag |= tl.reduce(tl.load(flags + at, mask=valid, other=0), 0, _either)
+    pooled = tl.where(pooled_cycles > 0, pooled_ns / tl.where(pooled_cycles > 0, pooled_cycles, 1.0), 1.0)
+    for s in range(num_scopes):
+        total = tl.full((), 0, tl.int64)
+        closed = tl.full((), 0, tl.int64)
+        total_ns = tl.full((), 0.0, tl.float64)
+        for chunk in range(begin, end, BLOCK):
+            at = chunk + tl.arange(0, BLOCK)
+            valid = at < end
+            sc = tl.load(span_cycles + at, mask=valid, other=0)
+            sn = tl.load(span_ns + at, mask=valid, other=0)
+            usable = (sc > 0) & (sn > 0)
+            rate = tl.where(usable, sn.to(tl.float64) / tl.where(usable, sc, 1).to(tl.float64), pooled)
+            d = tl.load(durations + at * num_scopes + s, mask=valid, other=0)
+            total += tl.sum(d, 0)
+            closed += tl.sum(tl.load(ends + at * num_scopes + s, mask=valid, other=0), 0)
+            total_ns += tl.sum(d.to(tl.float64) * rate, 0)
+        tl.store(cycles + launch * num_scopes + s, total)
+        tl.store(intervals + launch * num_scopes + s, closed)
+        tl.store(ns + launch * num_scopes + s, total_ns)
+    tl.store(launch_flags + launch, flag)
+
+
+def launch_sums(slots: list, ctas: list[int], num_units: int, scope_ids: list[int]):
+    """`(cycles, ns, intervals, flags)` on the host: (launches, scopes) arrays and the OR of every
+    CTA's `*_FLAG` bits, for the runs `slots` (int32 (CTAs, slot words) tensors,
+    `sums.TorchOps.slots`) of launches of `ctas` CTAs each. One copy each way."""
     import torch
 
     like = slots[0]
-    rows = sum(s.shape[0] for s in slots)
-    num_scopes = len(scope_ids)
-    ids = torch.tensor(scope_ids, dtype=torch.int32, device=like.device)
-    durations = torch.empty((rows, num_scopes), dtype=torch.int64, device=like.device)
-    ends = torch.empty_like(durations)
-    first = torch.empty((rows,), dtype=torch.int64, device=like.device)
-    last = torch.empty_like(first)
+    rows, launches, num_scopes = sum(ctas), len(ctas), len(scope_ids)
+    small = torch.from_numpy(np.concatenate([scope_ids, np.cumsum([0, *ctas])]).astype(np.int64)).to(like.device)
+    ids, bounds = small[:num_scopes], small[num_scopes:]
+    per_cta = torch.empty((2 * num_scopes + 2, rows), dtype=torch.int64, device=like.device)
+    durations, ends = per_cta[:num_scopes].view(rows, num_scopes), per_cta[num_scopes:2 * num_scopes].view(rows, num_scopes)
+    span_cycles, span_ns = per_cta[-2], per_cta[-1]
     flags = torch.empty((rows,), dtype=torch.int32, device=like.device)
     row = 0
     for run in slots:
         n = run.shape[0]
         if n:
-            _cta_scope_sums[(n,)](
-                run, run.shape[1], data_word, seg_words, num_units, ids, num_scopes, row,
-                durations, ends, first, last, flags,
-                HEADER=HEADER_WORDS, END_SHIFT=END_BIT, ID_SHIFT=SCOPE_SHIFT, ID_MASK=SCOPE_MASK,
-                HIGH_MASK=CLOCK_HIGH_MASK, WRAP=1 << CLOCK_BITS, NONE=NO_START, UNKNOWN=UNKNOWN_SCOPE_FLAG,
+            _cta_sums[(n,)](
+                run, slots[0], run.shape[1], num_units, ids, num_scopes, row,
+                durations, ends, span_cycles, span_ns, flags,
+                HEADER=HEADER_WORDS, PREAMBLE_AT=PREAMBLE_WORD, MAGIC=PREAMBLE, BUF_AT=BUF_SIZE_WORD,
+                INIT_AT=INIT_TIME_WORD, PRE_FINAL_AT=PRE_FINAL_TIME_WORD, END_SHIFT=END_BIT, ID_SHIFT=SCOPE_SHIFT,
+                ID_MASK=SCOPE_MASK, HIGH_MASK=CLOCK_HIGH_MASK, WRAP=1 << CLOCK_BITS, NONE=NO_START,
+                BAD_SLOT=BAD_SLOT_FLAG, WRAPPED=WRAPPED_FLAG, TORN=TORN_FLAG, UNKNOWN=UNKNOWN_SCOPE_FLAG,
                 UNPAIRED=UNPAIRED_FLAG, BLOCK=BLOCK, num_warps=4)
         row += n
-    return durations, ends, first, last, flags
+    out = torch.empty((3 * num_scopes + 1, launches), dtype=torch.int64, device=like.device)
+    _launch_sums[(launches,)](bounds, durations, ends, span_cycles, span_ns, flags, num_scopes,
+                              out[:num_scopes], out[num_scopes:2 * num_scopes].view(torch.float64),
+                              out[2 * num_scopes:3 * num_scopes], out[-1], BLOCK=BLOCK, num_warps=4)
+    host = out.cpu().numpy()
+    cycles = host[:num_scopes].reshape(launches, num_scopes)
+    ns = host[num_scopes:2 * num_scopes].reshape(-1).view(np.float64).reshape(launches, num_scopes)
+    intervals = host[2 * num_scopes:3 * num_scopes].reshape(launches, num_scopes)
+    return cycles, ns, intervals, int(np.bitwise_or.reduce(host[-1]))
