@@ -94,16 +94,15 @@ def random_warp(rng: random.Random, scopes: int, pairs: int) -> list:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_random_nestings_over_several_of_the_kernels_blocks_sum_as_numpy_does(seed):
+def test_random_nestings_over_more_ctas_than_one_program_reads_sum_as_numpy_does(seed):
     rng = random.Random(seed)
-    units, scopes = rng.choice([1, 2, 4]), rng.choice([1, 2, 3])
-    longest = BLOCK + rng.randrange(1, BLOCK)  # entries: one warp spans two of the kernel's blocks
+    units, scopes, longest = rng.choice([1, 2, 4]), rng.choice([1, 2, 3]), rng.randrange(2, 40)
     buffers = []
-    for _ in range(3):
+    for grid in (rng.randrange(1, 5), BLOCK + 3, rng.randrange(1, 5)):  # the second spans two programs
         slots = [slot([random_warp(rng, scopes, rng.randrange(0, longest // 2)) for _ in range(units)],
                       program_id=p, init_ns=1_000 * p, pre_final_ns=1_000 * p + rng.randrange(0, 5_000),
                       seg_entries=longest)
-                 for p in range(rng.randrange(1, 5))]
+                 for p in range(grid)]
         buffers.append(launch(slots))
     scratch = max(s for _, s in buffers)
     raws = [np.concatenate([raw.reshape(-1, s), np.zeros((len(raw) // s, scratch - s), np.uint8)], 1).reshape(-1)

@@ -1,7 +1,7 @@
-"""`sums.batch_sums` on the GPU as two Triton kernels: one program per CTA checks its slot's header
-and walks each warp's entries once per scope (the open START, summed durations, closed intervals,
-the CTA's span in cycles and in globaltimer ns); then one program per launch converts its CTAs'
-cycles to ns and adds them up.
+"""`sums.batch_sums` on the GPU as two Triton kernels: a lane per CTA checks its slot's header and
+walks each warp's entries in order once per scope (the open START, summed durations, closed
+intervals, the CTA's span in cycles and in globaltimer ns); then one program per launch converts
+its CTAs' cycles to ns and adds them up.
 
 Done with torch ops, the same sums took ~40 launches a scope per piece of a batch, and the host's
 dispatch of those launches, not the GPU, bounded a decode (docs/design.md). Here a piece is one
@@ -29,7 +29,7 @@ from .layout import (
     SCOPE_SHIFT,
 )
 
-BLOCK = 128  # entries, or CTAs, a program reads at once
+BLOCK = 128  # CTAs a program reads at once
 NO_START = 1 << 62  # a CTA's first START where it closed no interval
 
 # A CTA's flags; a batch with any goes to the host decoder, for the first reason in this order.
@@ -42,94 +42,86 @@ FLAG_ORDER = (BAD_SLOT_FLAG, WRAPPED_FLAG, TORN_FLAG, UNKNOWN_SCOPE_FLAG, UNPAIR
 
 
 @triton.jit
-def _later_start(flag_a, cycle_a, flag_b, cycle_b):
-    """The scan's combine: the last START seen, if any."""
-    return flag_a | flag_b, tl.where(flag_b != 0, cycle_b, cycle_a)
-
-
-@triton.jit
 def _either(a, b):
     return a | b
 
 
 @triton.jit
-def _u64(row, word):
-    return (tl.load(row + word).to(tl.int64) & 0xFFFFFFFF) | (tl.load(row + word + 1).to(tl.int64) << 32)
+def _u64(row, word, mask):
+    return (tl.load(row + word, mask=mask, other=0).to(tl.int64) & 0xFFFFFFFF) | \
+        (tl.load(row + word + 1, mask=mask, other=0).to(tl.int64) << 32)
 
 
 # The sizes are runtime values, not specialised on: one compiled kernel serves every instrumented
 # kernel (a compile is ~1 s, and would otherwise happen inside the user's loop).
-@triton.jit(do_not_specialize=["slot_words", "num_units", "num_scopes", "row0"])
-def _cta_sums(slots, first_slot, slot_words, num_units, scope_ids, num_scopes, row0,
+@triton.jit(do_not_specialize=["slot_words", "num_units", "num_scopes", "rows", "row0"])
+def _cta_sums(slots, first_slot, slot_words, num_units, scope_ids, num_scopes, rows, row0,
               durations, ends, span_cycles, span_ns, flags,
               HEADER: tl.constexpr, PREAMBLE_AT: tl.constexpr, MAGIC: tl.constexpr, BUF_AT: tl.constexpr,
               INIT_AT: tl.constexpr, PRE_FINAL_AT: tl.constexpr, END_SHIFT: tl.constexpr,
               ID_SHIFT: tl.constexpr, ID_MASK: tl.constexpr, HIGH_MASK: tl.constexpr, WRAP: tl.constexpr,
               NONE: tl.constexpr, BAD_SLOT: tl.constexpr, WRAPPED: tl.constexpr, TORN: tl.constexpr,
               UNKNOWN: tl.constexpr, UNPAIRED: tl.constexpr, BLOCK: tl.constexpr):
-    cta = tl.program_id(0).to(tl.int64)
+    """A lane per CTA, `BLOCK` CTAs a program: each lane walks its warps' entries in order, so
+    the pairing is a comparison per entry, and neighbouring lanes read neighbouring slots."""
+    cta = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    here = cta < rows
     row = slots + cta * slot_words
     out = row0 + cta
     data_word = HEADER + num_units
-    buf_bytes = tl.load(row + BUF_AT).to(tl.int64) & 0xFFFFFFFF
+    buf_bytes = tl.load(row + BUF_AT, mask=here, other=0).to(tl.int64) & 0xFFFFFFFF
     seg_words = buf_bytes // 4 // num_units
     fits = (data_word + buf_bytes // 4 <= slot_words) & (buf_bytes % 4 == 0) & (seg_words >= 2)
-    same = ((tl.load(row + PREAMBLE_AT).to(tl.int64) & 0xFFFFFFFF) == MAGIC) & \
+    same = ((tl.load(row + PREAMBLE_AT, mask=here, other=0).to(tl.int64) & 0xFFFFFFFF) == MAGIC) & \
         (buf_bytes == (tl.load(first_slot + BUF_AT).to(tl.int64) & 0xFFFFFFFF))
     flag = tl.where(fits & same, 0, BAD_SLOT)
     capacity = seg_words - seg_words % 2
-    written = tl.full((), 0, tl.int64)
+    written = tl.zeros((BLOCK,), tl.int64)
     for unit in range(num_units):
-        count = tl.load(row + HEADER + unit).to(tl.int64) & 0xFFFFFFFF
+        count = tl.load(row + HEADER + unit, mask=here, other=0).to(tl.int64) & 0xFFFFFFFF
         flag |= tl.where(count > capacity, WRAPPED, 0) | tl.where(count % 2 != 0, TORN, 0)
         written += count // 2
-    readable = flag == 0  # else the layout cannot be trusted to stay inside the slot
-    first = tl.full((), NONE, tl.int64)
-    last = tl.full((), -1, tl.int64)
-    unpaired = tl.full((), 0, tl.int32)
-    matched = tl.full((), 0, tl.int64)
+    readable = here & (flag == 0)  # else the layout cannot be trusted to stay inside the slot
+    first = tl.full((BLOCK,), NONE, tl.int64)
+    last = tl.full((BLOCK,), -1, tl.int64)
+    unpaired = tl.zeros((BLOCK,), tl.int32)
+    matched = tl.zeros((BLOCK,), tl.int64)
     for s in range(num_scopes):
         scope = tl.load(scope_ids + s).to(tl.int64)
-        total = tl.full((), 0, tl.int64)
-        closed = tl.full((), 0, tl.int64)
+        total = tl.zeros((BLOCK,), tl.int64)
+        closed = tl.zeros((BLOCK,), tl.int64)
         for unit in range(num_units):
-            entries = tl.where(readable, (tl.load(row + HEADER + unit).to(tl.int64) & 0xFFFFFFFF) // 2, 0)
+            entries = tl.load(row + HEADER + unit, mask=readable, other=0).to(tl.int64) // 2
             segment = row + data_word + unit * seg_words
-            seen = tl.full((), 0, tl.int32)  # the scope's records so far in this warp
-            open_cycle = tl.full((), 0, tl.int64)  # the cycle of its last START
-            for chunk in range(0, entries, BLOCK):
-                at = chunk + tl.arange(0, BLOCK)
+            seen = tl.zeros((BLOCK,), tl.int32)  # the scope's records so far in this warp
+            open_cycle = tl.zeros((BLOCK,), tl.int64)  # the cycle of its last START
+            for at in range(0, tl.max(entries, 0)):
                 valid = at < entries
                 w0 = tl.load(segment + 2 * at, mask=valid, other=0).to(tl.int64) & 0xFFFFFFFF
                 w1 = tl.load(segment + 2 * at + 1, mask=valid, other=0).to(tl.int64) & 0xFFFFFFFF
                 mine = valid & (((w0 >> ID_SHIFT) & ID_MASK) == scope)
                 is_start = (w0 >> END_SHIFT) == 0
                 cycle = ((w0 & HIGH_MASK) << 32) | w1
-                rank = seen + tl.cumsum(mine.to(tl.int32), 0) - 1
-                unpaired |= tl.max((mine & (is_start != ((rank % 2) == 0))).to(tl.int32), 0)
-                opens = (mine & is_start).to(tl.int32)
-                any_open, last_open = tl.associative_scan((opens, cycle), 0, _later_start)
-                start_cycle = tl.where(any_open != 0, last_open, open_cycle)
+                unpaired |= (mine & (is_start != (seen % 2 == 0))).to(tl.int32)
                 closes = mine & ~is_start
-                duration = cycle - start_cycle
+                duration = cycle - open_cycle
                 duration = tl.where(duration < 0, duration + WRAP, duration)  # the 43-bit clock wrapped
-                total += tl.sum(tl.where(closes, duration, 0), 0)
-                closed += tl.sum(closes.to(tl.int64), 0)
-                first = tl.minimum(first, tl.min(tl.where(closes, start_cycle, NONE), 0))
-                last = tl.maximum(last, tl.max(tl.where(closes, start_cycle + duration, -1), 0))
-                seen += tl.sum(mine.to(tl.int32), 0)
-                chunk_open, chunk_cycle = tl.reduce((opens, cycle), 0, _later_start)
-                open_cycle = tl.where(chunk_open != 0, chunk_cycle, open_cycle)
+                total += tl.where(closes, duration, 0)
+                closed += closes.to(tl.int64)
+                first = tl.where(closes, tl.minimum(first, open_cycle), first)
+                last = tl.where(closes, tl.maximum(last, open_cycle + duration), last)
+                open_cycle = tl.where(mine & is_start, cycle, open_cycle)
+                seen += mine.to(tl.int32)
             unpaired |= seen % 2  # a START never closed
             matched += seen
-        tl.store(durations + out * num_scopes + s, total)
-        tl.store(ends + out * num_scopes + s, closed)
-    init_ns = _u64(row, INIT_AT)
-    pre_final_ns = _u64(row, PRE_FINAL_AT)
-    tl.store(span_cycles + out, tl.where(last > first, last - first, 0))
-    tl.store(span_ns + out, tl.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0))
+        tl.store(durations + out * num_scopes + s, total, mask=here)
+        tl.store(ends + out * num_scopes + s, closed, mask=here)
+    init_ns = _u64(row, INIT_AT, here)
+    pre_final_ns = _u64(row, PRE_FINAL_AT, here)
+    tl.store(span_cycles + out, tl.where(last > first, last - first, 0), mask=here)
+    tl.store(span_ns + out, tl.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0), mask=here)
     flag |= tl.where(unpaired != 0, UNPAIRED, 0) | tl.where(readable & (matched != written), UNKNOWN, 0)
-    tl.store(flags + out, flag.to(tl.int32))
+    tl.store(flags + out, flag.to(tl.int32), mask=here)
 
 
 @triton.jit(do_not_specialize=["num_scopes"])
@@ -192,8 +184,8 @@ def launch_sums(slots: list, ctas: list[int], num_units: int, scope_ids: list[in
     for run in slots:
         n = run.shape[0]
         if n:
-            _cta_sums[(n,)](
-                run, slots[0], run.shape[1], num_units, ids, num_scopes, row,
+            _cta_sums[(triton.cdiv(n, BLOCK),)](
+                run, slots[0], run.shape[1], num_units, ids, num_scopes, n, row,
                 durations, ends, span_cycles, span_ns, flags,
                 HEADER=HEADER_WORDS, PREAMBLE_AT=PREAMBLE_WORD, MAGIC=PREAMBLE, BUF_AT=BUF_SIZE_WORD,
                 INIT_AT=INIT_TIME_WORD, PRE_FINAL_AT=PRE_FINAL_TIME_WORD, END_SHIFT=END_BIT, ID_SHIFT=SCOPE_SHIFT,
