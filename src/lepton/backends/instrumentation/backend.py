@@ -171,11 +171,18 @@ class InstrumentationBackend(Backend):
             self._decode_queue()
         return arena.take(nbytes)
 
+    def _device_of(self, buffer) -> int:
+        """The device of a buffer `scratch` gave: its arena's (torch's `.device` costs more per launch)."""
+        if not hasattr(buffer, "cpu"):
+            return 0  # the tests' numpy buffers
+        if len(self._arenas) == 1:
+            return next(iter(self._arenas))
+        return buffer.device.index
+
     def queue(self, buffer, kernel: InstrumentedKernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
         """One launch of an instrumented kernel (called by the launch hook, on the launching
         thread), with the buffer `scratch` gave it."""
-        launch = _Launch(buffer, buffer.device.index if hasattr(buffer, "cpu") else 0, kernel, kernel_pid,
-                         call_path, time.time_ns())
+        launch = _Launch(buffer, self._device_of(buffer), kernel, kernel_pid, call_path, time.time_ns())
         with self._queue_lock:
             self._queue.append(launch)
 

@@ -56,6 +56,7 @@ class InstrumentationHook(Hook):
         # .buffer: the calling thread's last scratch buffer; .host: (buffer, kernel) of its launch
         # in progress, for `exit` to copy to `host_buffer`
         self._local = threading.local()
+        self._call_paths: tuple[object, dict[int, tuple[str, ...]]] = (None, {})  # (path table, pid -> path)
         self._saved: dict[str, object] = {}
         self._exit_installed = False
 
@@ -174,8 +175,14 @@ class InstrumentationHook(Hook):
         backend = REGISTRY.backends.get("instrumentation")
         if buffer is None or kernel is None or backend is None or not hp.active:
             return
-        kernel_pid = op if op >= 0 else hp.paths.op(hp.current(), kernel.name)
-        backend.queue(buffer, kernel, kernel_pid, ("ROOT", *hp.paths.names_of(kernel_pid)))
+        paths = hp.paths
+        kernel_pid = op if op >= 0 else paths.op(hp.current(), kernel.name)
+        if self._call_paths[0] is not paths:  # a new path table: ids name other paths
+            self._call_paths = (paths, {})
+        call_path = self._call_paths[1].get(kernel_pid)
+        if call_path is None:  # a path's names never change: built once, not at every launch
+            call_path = self._call_paths[1][kernel_pid] = ("ROOT", *paths.names_of(kernel_pid))
+        backend.queue(buffer, kernel, kernel_pid, call_path)
 
     def exit(self, metadata) -> None:
         """After a launch, installed only with `enable_host_buffer`: waits for the kernel and puts
