@@ -197,22 +197,6 @@ def test_the_warm_up_batch_sums_on_the_device_path():
     assert isinstance(got, BatchSums) and got.launch(1).cycles == [16 * 300, 16 * 100]
 
 
-def test_contiguous_runs_join_launches_cut_one_after_another_in_whole_slots():
-    from lepton.backends.instrumentation.sums import contiguous_runs
-
-    slot = 64
-    # 0-2 follow each other; 3 starts after a gap; 4 follows 3 but 3 ends in a padded partial slot;
-    # 5 follows 4
-    starts = [0, 640, 1280, 4096, 4096 + 700, 4096 + 700 + 128]
-    sizes = [640, 640, 640, 700, 128, 64]
-    one = [1] * 6
-    assert contiguous_runs(starts, sizes, slot, one) == [(0, 3), (3, 4), (4, 6)]
-    # the same addresses, but 2 starts another allocation (chunks may lie end to end in memory)
-    assert contiguous_runs(starts, sizes, slot, [1, 1, 2, 2, 2, 2]) == [(0, 2), (2, 3), (3, 4), (4, 6)]
-    assert contiguous_runs([], [], slot, []) == []
-    assert contiguous_runs([5], [64], slot, [1]) == [(0, 1)]
-
-
 def test_launches_are_each_launch_s_sums():
     sums = BatchSums([1, 4, 7], np.array([[10, 0, 5], [0, 0, 3]]), np.array([[1.5, 0.0, 2.5], [0.0, 0.0, 0.5]]),
                      np.array([[2, 0, 1], [0, 0, 1]]), 4, [8, 16])

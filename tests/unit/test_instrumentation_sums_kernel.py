@@ -139,3 +139,17 @@ def test_slots_of_76_bytes_sum_as_numpy_does():
     raw = np.frombuffer(b"".join(slot([warp], program_id=p, seg_entries=4, init_ns=1_000 * p)
                                  for p in range(3)), np.uint8).copy()
     assert_same([raw, raw.copy()], 76, 1, [0, 1])
+
+
+def test_launches_in_separate_allocations_and_out_of_address_order_sum_as_numpy_does():
+    rng = random.Random(7)
+    raws = [launch([slot([random_warp(rng, 2, 3) for _ in range(2)], program_id=p, seg_entries=8)
+                    for p in range(n)]) for n in (3, 1, 2)]
+    scratch = raws[0][1]
+    buffers = [raw for raw, _ in raws]
+    ctas = [len(b) // scratch for b in buffers]
+    want = batch_sums(ArrayOps, buffers, ctas, scratch, 2, [0, 1])
+    separate = [torch.from_numpy(b.copy()).to(DEVICE) for b in buffers[::-1]][::-1]  # allocated last to first
+    got = batch_sums(TorchOps, separate, ctas, scratch, 2, [0, 1])
+    np.testing.assert_array_equal(got.cycles, want.cycles)
+    np.testing.assert_allclose(got.ns, want.ns, rtol=1e-12)

@@ -30,7 +30,7 @@ class ScratchArena:
         self._lock = threading.Lock()
 
     def take(self, nbytes: int):
-        """A buffer of at least `nbytes` bytes, `ALIGNMENT`-aligned, valid until `recycle`."""
+        """A buffer of `nbytes` bytes, `ALIGNMENT`-aligned, valid until `recycle`."""
         size = max(-(-nbytes // ALIGNMENT) * ALIGNMENT, ALIGNMENT)
         with self._lock:
             while self._current < len(self._chunks) and self._offset + size > len(self._chunks[self._current]):
@@ -43,7 +43,8 @@ class ScratchArena:
             start = self._offset
             self._offset += size
             self.handed_out += size
-            return self._chunks[self._current][start:start + size]
+            # exactly `nbytes`: a launch's CTAs are its bytes // slot size, and padding could hold one more
+            return self._chunks[self._current][start:start + max(nbytes, 1)]
 
     def recycle(self) -> None:
         """Every buffer handed out is free again (the caller has waited for the device and copied

@@ -153,42 +153,9 @@ class ArrayOps:
         return np.asarray(a)
 
 
-def contiguous_runs(starts: list[int], sizes: list[int], scratch_size: int,
-                    allocations: list[int]) -> list[tuple[int, int]]:
-    """Index ranges `[first, end)` of buffers that follow each other in one allocation (`starts`:
-    addresses, `sizes`: bytes, `allocations`: which allocation each is cut from), each but the last
-    of a range a whole number of slots, so that one view covers the range's slots in launch order."""
-    runs, first = [], 0
-    for i in range(1, len(starts)):
-        if allocations[i] != allocations[i - 1] or sizes[i - 1] % scratch_size \
-                or starts[i] != starts[i - 1] + sizes[i - 1]:
-            runs.append((first, i))
-            first = i
-    if starts:
-        runs.append((first, len(starts)))
-    return runs
-
-
 class TorchOps(ArrayOps):
     """The GPU's: the sums are two Triton kernels (`sums_kernel`); the rest of `ArrayOps` is not
     used on torch tensors but to copy launches to the host."""
-
-    @staticmethod
-    def slots(buffers: list, scratch_size: int) -> list:
-        """One (CTAs, slot words) view per run of launches that the arena cut one after another
-        (`contiguous_runs`): the views cost host time per tensor, the launches of a queue are
-        thousands."""
-        import torch
-
-        sizes = [b.shape[0] for b in buffers]
-        chunks = [b.untyped_storage().data_ptr() for b in buffers]  # a view never spans two chunks
-        views = []
-        for first, end in contiguous_runs([b.data_ptr() for b in buffers], sizes, scratch_size, chunks):
-            nbytes = sum(sizes[first:end])
-            run = buffers[first] if end - first == 1 else buffers[first].as_strided((nbytes,), (1,))
-            whole = run[:nbytes // scratch_size * scratch_size]
-            views.append(whole.view(torch.int32).reshape(-1, scratch_size // 4))
-        return views
 
     @classmethod
     def sums(cls, buffers: list, ctas: list[int], scratch_size: int, num_units: int,
@@ -197,7 +164,7 @@ class TorchOps(ArrayOps):
         host time in dispatch than the GPU took (docs/design.md)."""
         from .sums_kernel import FLAG_ORDER, launch_sums
 
-        cycles, ns, intervals, flags = launch_sums(cls.slots(buffers, scratch_size), ctas, num_units, scope_ids)
+        cycles, ns, intervals, flags = launch_sums(buffers, num_units, scope_ids, scratch_size)
         for flag, reason in zip(FLAG_ORDER, FLAG_REASONS):
             if flags & flag:
                 return reason

@@ -4,9 +4,9 @@ intervals, the CTA's span in cycles and in globaltimer ns); then one program per
 its CTAs' cycles to ns and adds them up.
 
 Done with torch ops, the same sums took ~40 launches a scope per piece of a batch, and the host's
-dispatch of those launches, not the GPU, bounded a decode (docs/design.md). Here a piece is one
-launch per run of contiguous launches plus one, a copy to the device and one to the host, and the
-kernels read the int32 slots in place instead of a widened int64 copy. The formulas are the numpy
+dispatch of those launches, not the GPU, bounded a decode (docs/design.md). Here a piece is two
+launches, a copy to the device and one to the host, and the kernels read the int32 slots in place
+instead of a widened int64 copy. The formulas are the numpy
 ones of `sums` (`_scope_rows`, `_per_launch_sums`), which the tests hold this to.
 """
 from __future__ import annotations
@@ -52,22 +52,29 @@ def _u64(row, word, mask):
         (tl.load(row + word + 1, mask=mask, other=0).to(tl.int64) << 32)
 
 
-# The sizes are runtime values, not specialised on: one compiled kernel serves every instrumented
-# kernel (a compile is ~1 s, and would otherwise happen inside the user's loop).
-@triton.jit(do_not_specialize=["slot_words", "num_units", "num_scopes", "rows", "row0"])
-def _cta_sums(slots, first_slot, slot_words, num_units, scope_ids, num_scopes, rows, row0,
+# Nothing is specialised on (sizes equal to 1, pointers' alignment): one compiled kernel serves
+# every instrumented kernel and batch (a compile is ~1 s, and would otherwise happen in the user's loop).
+@triton.jit(do_not_specialize=["slot_words", "num_units", "num_scopes"],
+            do_not_specialize_on_alignment=["bases", "bounds", "scope_ids", "durations", "ends", "span_cycles",
+                                            "span_ns", "flags"])
+def _cta_sums(bases, bounds, slot_words, num_units, scope_ids, num_scopes,
               durations, ends, span_cycles, span_ns, flags,
               HEADER: tl.constexpr, PREAMBLE_AT: tl.constexpr, MAGIC: tl.constexpr, BUF_AT: tl.constexpr,
               INIT_AT: tl.constexpr, PRE_FINAL_AT: tl.constexpr, END_SHIFT: tl.constexpr,
               ID_SHIFT: tl.constexpr, ID_MASK: tl.constexpr, HIGH_MASK: tl.constexpr, WRAP: tl.constexpr,
               NONE: tl.constexpr, BAD_SLOT: tl.constexpr, WRAPPED: tl.constexpr, TORN: tl.constexpr,
               UNKNOWN: tl.constexpr, UNPAIRED: tl.constexpr, BLOCK: tl.constexpr):
-    """A lane per CTA, `BLOCK` CTAs a program: each lane walks its warps' entries in order, so
-    the pairing is a comparison per entry, and neighbouring lanes read neighbouring slots."""
-    cta = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    here = cta < rows
-    row = slots + cta * slot_words
-    out = row0 + cta
+    """A lane per CTA, `BLOCK` CTAs of one launch a program (grid: launches x blocks of the
+    largest launch): each lane walks its warps' entries in order, so the pairing is a comparison
+    per entry, and neighbouring lanes read neighbouring slots. A launch's buffer is found by its
+    address (`bases`), so launches of other kernels may lie between them."""
+    launch = tl.program_id(0)
+    begin = tl.load(bounds + launch)
+    local = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    here = local < tl.load(bounds + launch + 1) - begin
+    row = tl.load(bases + launch).to(tl.pointer_type(tl.int32)) + local * slot_words
+    first_slot = tl.load(bases).to(tl.pointer_type(tl.int32))
+    out = begin + local
     data_word = HEADER + num_units
     buf_bytes = tl.load(row + BUF_AT, mask=here, other=0).to(tl.int64) & 0xFFFFFFFF
     seg_words = buf_bytes // 4 // num_units
@@ -124,7 +131,9 @@ def _cta_sums(slots, first_slot, slot_words, num_units, scope_ids, num_scopes, r
     tl.store(flags + out, flag.to(tl.int32), mask=here)
 
 
-@triton.jit(do_not_specialize=["num_scopes"])
+@triton.jit(do_not_specialize=["num_scopes"],
+            do_not_specialize_on_alignment=["bounds", "durations", "ends", "span_cycles", "span_ns", "flags",
+                                            "cycles", "ns", "intervals", "launch_flags"])
 def _launch_sums(bounds, durations, ends, span_cycles, span_ns, flags, num_scopes, cycles, ns, intervals,
                  launch_flags, BLOCK: tl.constexpr):
     """Per launch: each CTA's cycles converted at its own globaltimer rate, or where it has none the
@@ -166,33 +175,30 @@ def _launch_sums(bounds, durations, ends, span_cycles, span_ns, flags, num_scope
     tl.store(launch_flags + launch, flag)
 
 
-def launch_sums(slots: list, ctas: list[int], num_units: int, scope_ids: list[int]):
+def launch_sums(buffers: list, num_units: int, scope_ids: list[int], scratch_size: int):
     """`(cycles, ns, intervals, flags)` on the host: (launches, scopes) arrays and the OR of every
-    CTA's `*_FLAG` bits, for the runs `slots` (int32 (CTAs, slot words) tensors,
-    `sums.TorchOps.slots`) of launches of `ctas` CTAs each. One copy each way."""
+    CTA's `*_FLAG` bits, for the launches' scratch `buffers` (torch uint8 tensors of whole slots,
+    one kernel's). One copy each way."""
     import torch
 
-    like = slots[0]
+    like = buffers[0]
+    ctas = [b.shape[0] // scratch_size for b in buffers]
     rows, launches, num_scopes = sum(ctas), len(ctas), len(scope_ids)
-    small = torch.from_numpy(np.concatenate([scope_ids, np.cumsum([0, *ctas])]).astype(np.int64)).to(like.device)
-    ids, bounds = small[:num_scopes], small[num_scopes:]
+    table = np.concatenate([np.cumsum([0, *ctas]), [b.data_ptr() for b in buffers], scope_ids]).astype(np.int64)
+    small = torch.from_numpy(table).to(like.device)
+    bounds, bases, ids = small[:launches + 1], small[launches + 1:2 * launches + 1], small[2 * launches + 1:]
     per_cta = torch.empty((2 * num_scopes + 2, rows), dtype=torch.int64, device=like.device)
     durations, ends = per_cta[:num_scopes].view(rows, num_scopes), per_cta[num_scopes:2 * num_scopes].view(rows, num_scopes)
     span_cycles, span_ns = per_cta[-2], per_cta[-1]
     flags = torch.empty((rows,), dtype=torch.int32, device=like.device)
-    row = 0
-    for run in slots:
-        n = run.shape[0]
-        if n:
-            _cta_sums[(triton.cdiv(n, BLOCK),)](
-                run, slots[0], run.shape[1], num_units, ids, num_scopes, n, row,
-                durations, ends, span_cycles, span_ns, flags,
-                HEADER=HEADER_WORDS, PREAMBLE_AT=PREAMBLE_WORD, MAGIC=PREAMBLE, BUF_AT=BUF_SIZE_WORD,
-                INIT_AT=INIT_TIME_WORD, PRE_FINAL_AT=PRE_FINAL_TIME_WORD, END_SHIFT=END_BIT, ID_SHIFT=SCOPE_SHIFT,
-                ID_MASK=SCOPE_MASK, HIGH_MASK=CLOCK_HIGH_MASK, WRAP=1 << CLOCK_BITS, NONE=NO_START,
-                BAD_SLOT=BAD_SLOT_FLAG, WRAPPED=WRAPPED_FLAG, TORN=TORN_FLAG, UNKNOWN=UNKNOWN_SCOPE_FLAG,
-                UNPAIRED=UNPAIRED_FLAG, BLOCK=BLOCK, num_warps=4)
-        row += n
+    _cta_sums[(launches, triton.cdiv(max(ctas), BLOCK))](
+        bases, bounds, scratch_size // 4, num_units, ids, num_scopes,
+        durations, ends, span_cycles, span_ns, flags,
+        HEADER=HEADER_WORDS, PREAMBLE_AT=PREAMBLE_WORD, MAGIC=PREAMBLE, BUF_AT=BUF_SIZE_WORD,
+        INIT_AT=INIT_TIME_WORD, PRE_FINAL_AT=PRE_FINAL_TIME_WORD, END_SHIFT=END_BIT, ID_SHIFT=SCOPE_SHIFT,
+        ID_MASK=SCOPE_MASK, HIGH_MASK=CLOCK_HIGH_MASK, WRAP=1 << CLOCK_BITS, NONE=NO_START,
+        BAD_SLOT=BAD_SLOT_FLAG, WRAPPED=WRAPPED_FLAG, TORN=TORN_FLAG, UNKNOWN=UNKNOWN_SCOPE_FLAG,
+        UNPAIRED=UNPAIRED_FLAG, BLOCK=BLOCK, num_warps=4)
     out = torch.empty((3 * num_scopes + 1, launches), dtype=torch.int64, device=like.device)
     _launch_sums[(launches,)](bounds, durations, ends, span_cycles, span_ns, flags, num_scopes,
                               out[:num_scopes], out[num_scopes:2 * num_scopes].view(torch.float64),
