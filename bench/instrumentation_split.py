@@ -50,9 +50,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shapes", default="one_scope,siblings,nested,interleaved")
     args = parser.parse_args()
+    from scope_shapes import step_of
+
     import lepton
     from lepton.runtime.registry import REGISTRY
-    from scope_shapes import step_of
 
     shapes = args.shapes.split(",")
     steps = {s: step_of(s) for s in shapes}

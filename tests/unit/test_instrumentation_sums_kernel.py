@@ -16,7 +16,8 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # read when the kernel is decorated, at its import
 pytest.importorskip("triton")
 
-from lepton.backends.instrumentation.sums import (  # noqa: E402
+from lepton.backends.instrumentation.layout import HEADER_BYTES
+from lepton.backends.instrumentation.sums import (
     ArrayOps,
     BatchSums,
     HostReason,
@@ -24,8 +25,7 @@ from lepton.backends.instrumentation.sums import (  # noqa: E402
     batch_sums,
     warm_up,
 )
-from lepton.backends.instrumentation.layout import HEADER_BYTES  # noqa: E402
-from lepton.backends.instrumentation.sums_kernel import BLOCK  # noqa: E402
+from lepton.backends.instrumentation.sums_kernel import BLOCK
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
