@@ -39,7 +39,8 @@ from .layout import (
 
 
 class ArrayOps:
-    """numpy's spelling of what the sums need; `TorchOps` is torch's."""
+    """The sums as numpy array operations: the reference the GPU's kernels (`TorchOps`) are held to,
+    and what the CPU tests run."""
 
     @staticmethod
     def slots(buffers: list, scratch_size: int) -> list:
@@ -101,8 +102,8 @@ class ArrayOps:
 
     @staticmethod
     def flat_prefix_sums(values):
-        """Sums of the first 0, 1, ..., n values of `values` (1-D, or 2-D read column after column):
-        one scan over a 1-D array, the only shape torch scans in parallel when it is long."""
+        """Sums of the first 0, 1, ..., n values of `values` (1-D, or 2-D read column after column),
+        from which each launch's sums over its contiguous rows are two subtractions."""
         flat = values.T.reshape(-1)
         return np.concatenate([np.zeros(1, values.dtype), np.cumsum(flat)])
 
