@@ -153,3 +153,16 @@ def test_launches_in_separate_allocations_and_out_of_address_order_sum_as_numpy_
     got = batch_sums(TorchOps, separate, ctas, scratch, 2, [0, 1])
     np.testing.assert_array_equal(got.cycles, want.cycles)
     np.testing.assert_allclose(got.ns, want.ns, rtol=1e-12)
+
+
+@pytest.mark.parametrize("warp, scopes", [
+    ([(S, 0, 10), (E, 0, 30)], [0]),
+    ([(S, 0, 5), (S, 1, 10), (E, 1, 30), (S, 2, 40), (E, 2, 70), (E, 0, 80)], [0, 1, 2]),
+])
+def test_a_piece_copies_to_the_host_once_whatever_its_scopes(warp, scopes, monkeypatch):
+    raw, scratch = launch([slot([warp] * 2, program_id=p) for p in range(3)])
+    copies = []
+    cpu = torch.Tensor.cpu
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self, *a, **k: copies.append(self.shape) or cpu(self, *a, **k))
+    assert isinstance(batch_sums(TorchOps, on_device([raw, raw.copy()]), [3, 3], scratch, 2, scopes), BatchSums)
+    assert len(copies) == 1
