@@ -206,3 +206,28 @@ def test_a_batch_is_cut_into_pieces_by_the_words_its_warps_wrote_not_by_its_slot
     InstrumentationBackend()._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT",), 1)] * 25)
     assert size == 8320 and pieces == [10, 10, 5]
     assert SUMS_BYTES <= 64 << 20
+
+
+def test_where_the_device_sums_raise_the_batches_are_decoded_on_the_host_with_one_line(monkeypatch, capsys):
+    from lepton.backends.instrumentation import backend as module
+    from lepton.model.cycles import scope_sums
+
+    calls = []
+
+    def broken(*args):
+        calls.append(args)
+        raise RuntimeError("PTX too new for this driver")
+
+    monkeypatch.setattr(module, "batch_sums", broken)
+    raw, k = kernel("nested")
+    backend, sink = InstrumentationBackend(), Sink(trace=False)
+    backend.sink = sink
+    for pid in (7, 8):  # the second batch does not try the device again
+        backend._deliver(k, [_Launch(raw.copy(), 0, k, pid, ("ROOT",), 1)])
+    assert len(calls) == 1 and sink.summed == []
+    want = scope_sums(decode_launch(raw, k.scratch_size, k.num_units))
+    assert [scope_sums(launch.events).cycles for launch, _ in sink.got] == [want.cycles] * 2
+    assert backend.path_counts()[k.name]["host_decoded"] == {"device sums failed": 2}
+    err = capsys.readouterr().err.splitlines()
+    assert err == [("lepton: warning: summing scopes on the device failed (RuntimeError: PTX too new for this "
+                    "driver); launches are decoded on the host instead, which is slower")]

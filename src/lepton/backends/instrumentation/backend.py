@@ -15,6 +15,7 @@ import contextlib
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,6 +137,7 @@ class InstrumentationBackend(Backend):
         self._paths: dict[str, KernelPaths] = {}  # kernel name -> how its launches were decoded
         self._paths_lock = threading.Lock()  # a decode may run on a launching thread and at flush
         self.warnings: list[str] = []
+        self._sums_failed = False  # the device sums raised once: every later batch is decoded on the host
 
     def _do_start(self) -> None:
         try:
@@ -149,7 +151,7 @@ class InstrumentationBackend(Backend):
         # The first sums load torch's kernels, which takes a while (docs/design.md): here, not
         # in the user's loop or at finalize.
         with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
-            warm_up(TorchOps, lambda array: torch.from_numpy(array).to(f"cuda:{device}"))
+            self._summing(lambda: warm_up(TorchOps, lambda array: torch.from_numpy(array).to(f"cuda:{device}")))
 
     def scratch(self, nbytes: int):
         """A scratch buffer for the next launch on the current device (Triton's profile allocator
@@ -252,9 +254,10 @@ class InstrumentationBackend(Backend):
     def _deliver_piece(self, ops: type[ArrayOps], kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
         buffers = [launch.buffer for launch in batch]
         ctas = [b.shape[0] // kernel.scratch_size for b in buffers]
-        sums = HostReason.TRACE
+        sums: BatchSums | HostReason = HostReason.TRACE
         if self.sink is None or not self.sink.wants_intervals():
-            sums = batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units, sorted(kernel.scope_names))
+            sums = self._summing(lambda: batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units,
+                                                    sorted(kernel.scope_names)))
         self._count(kernel, len(batch), sums if isinstance(sums, HostReason) else None)
         for launch in batch:
             launch.buffer = None  # the arena may hand the memory out again once `buffers` goes
@@ -273,6 +276,20 @@ class InstrumentationBackend(Backend):
                     for launch, events in zip(batch, split_launches(decoded, ctas))]
         if self.sink is not None:
             self.sink.ingest_cycles(launches, [launch.launch_ns for launch in batch])
+
+    def _summing(self, sums: Callable[[], BatchSums | HostReason]) -> BatchSums | HostReason:
+        """`sums()`, or `SUMS_FAILED` where it raises or raised before: the sums are Triton kernels
+        and torch ops, which a Triton or driver version may refuse, and the host decoder reads the
+        same buffers; the profile must not be lost to them (one line says why)."""
+        if self._sums_failed:
+            return HostReason.SUMS_FAILED
+        try:
+            return sums()
+        except Exception as e:  # noqa: BLE001  (anything the sums raise; the batch is still decodable)
+            self._sums_failed = True
+            self.warn(f"summing scopes on the device failed ({type(e).__name__}: {e}); "
+                      "launches are decoded on the host instead, which is slower")
+            return HostReason.SUMS_FAILED
 
     def _count(self, kernel: InstrumentedKernel, launches: int, host: HostReason | None) -> None:
         with self._paths_lock:

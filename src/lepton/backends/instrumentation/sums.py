@@ -199,6 +199,7 @@ class HostReason(str, Enum):
     TORN = "odd word count"  # a warp's count is not whole entries
     UNKNOWN_SCOPE = "unknown scope"  # a record of a scope the kernel does not name
     UNPAIRED = "unpaired record"  # START after START, END without START, or never closed
+    SUMS_FAILED = "device sums failed"  # the sums raised (a Triton or torch error): the backend said why
 
 
 # The reasons of `sums_kernel.FLAG_ORDER`'s flags, in its order.
