@@ -73,81 +73,12 @@ class ArrayOps:
     def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
         """Bytes of working memory one CTA takes in `batch_sums`, so that a batch can be cut into
         pieces of a bounded size."""
-        return widened_row_bytes(cls, buffers, scratch_size, num_units)
+        return widened_row_bytes(buffers, scratch_size, num_units)
 
     @staticmethod
     def concat(parts: list):
         """`parts` stacked along their first axis."""
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-    @staticmethod
-    def repeat(counts: list[int], like):
-        return np.repeat(np.arange(len(counts)), counts)
-
-    @staticmethod
-    def arange(n: int, like):
-        return np.arange(n)
-
-    @staticmethod
-    def cumsum(a, axis: int):
-        return np.cumsum(a, axis=axis)
-
-    @staticmethod
-    def cummax(a, axis: int):
-        return np.maximum.accumulate(a, axis=axis)
-
-    @staticmethod
-    def gather(a, index, axis: int):
-        return np.take_along_axis(a, index, axis=axis)
-
-    @staticmethod
-    def flat_prefix_sums(values):
-        """Sums of the first 0, 1, ..., n values of `values` (1-D, or 2-D read column after column),
-        from which each launch's sums over its contiguous rows are two subtractions."""
-        flat = values.T.reshape(-1)
-        return np.concatenate([np.zeros(1, values.dtype), np.cumsum(flat)])
-
-    @staticmethod
-    def scalars(values: list):
-        """0-d arrays of one dtype as one 1-D array (one copy to the host for all of them)."""
-        return np.stack(values)
-
-    @staticmethod
-    def index(values: list[int], like):
-        return np.asarray(values, np.int64)
-
-    @staticmethod
-    def as_int(a):
-        return a.astype(np.int64)
-
-    @staticmethod
-    def as_float(a):
-        return a.astype(np.float64)
-
-    @staticmethod
-    def where(condition, a, b):
-        return np.where(condition, a, b)
-
-    @staticmethod
-    def amin(a):
-        """Per CTA, over the (entry, warp) axes."""
-        return a.min(axis=(0, 2))
-
-    @staticmethod
-    def amax(a):
-        return a.max(axis=(0, 2))
-
-    @staticmethod
-    def amin_columns(a):
-        return a.min(axis=1)
-
-    @staticmethod
-    def amax_columns(a):
-        return a.max(axis=1)
-
-    @staticmethod
-    def stack(columns: list):
-        return np.stack(columns, 1)
 
     @staticmethod
     def host(a) -> np.ndarray:
@@ -250,35 +181,34 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
 def _array_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
                 scope_ids: list[int]) -> BatchSums | HostReason:
     data_word = HEADER_WORDS + num_units
-    slots = ops.slots(buffers, scratch_size)  # once: a view costs host time per run of launches
+    slots = ops.slots(buffers, scratch_size)
     head = ops.words(slots, 0, data_word)  # (CTAs, header words)
-    layout = written_layout(ops, head, scratch_size, num_units)
+    layout = written_layout(head, scratch_size, num_units)
     if isinstance(layout, HostReason):
         return layout
     seg_words, width = layout
     # (entry word, CTA, warp): only the words the busiest warp wrote, widened; the scans below run
     # along the entries (numpy scans any axis alike; torch, where this ran before, did not).
     entries = ops.segments(slots, data_word, num_units, seg_words, width)
-    per_row, ends, first, last, checks = _scope_rows(ops, entries, head[:, HEADER_WORDS:] // 2, scope_ids)
-    ok = ops.host(ops.scalars(checks))
+    per_row, ends, first, last, checks = _scope_rows(entries, head[:, HEADER_WORDS:] // 2, scope_ids)
+    ok = np.stack(checks)
     if not ok[0]:
         return HostReason.UNKNOWN_SCOPE
     if not ok[1:].all():
         return HostReason.UNPAIRED  # a START after a START, an END without a START, or one never closed
-    cycles, ns, intervals = _per_launch_sums(ops, head, ctas, per_row, ends, first, last)
+    cycles, ns, intervals = _per_launch_sums(head, ctas, per_row, ends, first, last)
     return BatchSums(list(scope_ids), cycles, ns, intervals, num_units, list(ctas))
 
 
-def written_layout(ops: type[ArrayOps], head, scratch_size: int,
-                   num_units: int) -> tuple[int, int] | HostReason:
+def written_layout(head, scratch_size: int, num_units: int) -> tuple[int, int] | HostReason:
     """`(words of a unit's segment, words the busiest unit wrote)` of a batch whose slot headers
-    are `head`, read in one copy from the device, or why the batch goes to the host. A kernel that
+    are `head`, or why the batch goes to the host. A kernel that
     records in a loop has 8 KiB segments of which it may write a few dozen bytes: the sums read
     only those."""
     counts = head[:, HEADER_WORDS:]
     same = (head[:, PREAMBLE_WORD] == PREAMBLE) & (head[:, BUF_SIZE_WORD] == head[0, BUF_SIZE_WORD])
-    buf_bytes, most, odd, whole = ops.host(ops.scalars(
-        [head[0, BUF_SIZE_WORD], counts.max(), (counts % 2).max(), ops.as_int(same.all())])).tolist()
+    buf_bytes, most, odd, whole = (int(head[0, BUF_SIZE_WORD]), int(counts.max()), int((counts % 2).max()),
+                                   bool(same.all()))
     seg_words = buf_bytes // 4 // num_units
     fits = HEADER_WORDS + num_units + buf_bytes // 4 <= scratch_size // 4
     if not whole or buf_bytes % 4 or seg_words < 2 or not fits:
@@ -290,12 +220,12 @@ def written_layout(ops: type[ArrayOps], head, scratch_size: int,
     return seg_words, max(2, most)
 
 
-def _scope_rows(ops: type[ArrayOps], entries, written, scope_ids: list[int]):
+def _scope_rows(entries, written, scope_ids: list[int]):
     """Per CTA (rows) and scope (columns): summed cycles and intervals, each CTA's first START and
-    last END, and the checks (0-d: the records name known scopes; per scope, they pair), left on the
-    device. `written`: (CTAs, units) entries each unit wrote."""
+    last END, and the checks (0-d: the records name known scopes; per scope, they pair).
+    `written`: (CTAs, units) entries each unit wrote."""
     w0, w1 = entries[0::2], entries[1::2]
-    position = ops.arange(w0.shape[0], entries)[:, None, None]
+    position = np.arange(w0.shape[0])[:, None, None]
     valid = position < written[None]
     is_start = (w0 >> END_BIT) == 0
     scope = (w0 >> SCOPE_SHIFT) & SCOPE_MASK
@@ -303,61 +233,62 @@ def _scope_rows(ops: type[ArrayOps], entries, written, scope_ids: list[int]):
     known = valid & (scope == scope_ids[0])
     for s in scope_ids[1:]:
         known = known | (valid & (scope == s))
-    checks = [ops.as_int((known == valid).all())]
+    checks = [(known == valid).all()]
     durations, ends, firsts, lasts = [], [], [], []
     for s in scope_ids:
         mine = valid & (scope == s)
-        rank = ops.cumsum(ops.as_int(mine), 0) - 1  # of each of the scope's records in its warp
-        checks.append(ops.as_int((~mine | (is_start == (rank % 2 == 0))).all() & (rank[-1] % 2 == 1).all()))
-        start_at = ops.cummax(ops.as_int(mine & is_start) * (position + 1) - 1, 0)  # its last START, -1: none
+        rank = np.cumsum(mine, 0, dtype=np.int64) - 1  # of each of the scope's records in its warp
+        checks.append((~mine | (is_start == (rank % 2 == 0))).all() & (rank[-1] % 2 == 1).all())
+        # its last START, -1: none
+        start_at = np.maximum.accumulate((mine & is_start).astype(np.int64) * (position + 1) - 1, 0)
         closes = mine & ~is_start
-        start_cycle = ops.gather(cycle, start_at.clip(0), 0)
+        start_cycle = np.take_along_axis(cycle, start_at.clip(0), 0)
         duration = cycle - start_cycle
-        duration = ops.where(duration < 0, duration + (1 << CLOCK_BITS), duration)  # the 43-bit counter wrapped
-        duration = ops.where(closes, duration, 0)
+        duration = np.where(duration < 0, duration + (1 << CLOCK_BITS), duration)  # the 43-bit counter wrapped
+        duration = np.where(closes, duration, 0)
         durations.append(duration.sum((0, 2)))
-        ends.append(ops.as_int(closes).sum((0, 2)))
-        firsts.append(ops.amin(ops.where(closes, start_cycle, 1 << 62)))
-        lasts.append(ops.amax(ops.where(closes, start_cycle + duration, -1)))
-    first, last = ops.amin_columns(ops.stack(firsts)), ops.amax_columns(ops.stack(lasts))
-    return ops.stack(durations), ops.stack(ends), first, last, checks
+        ends.append(closes.sum((0, 2), dtype=np.int64))
+        firsts.append(np.where(closes, start_cycle, 1 << 62).min(axis=(0, 2)))
+        lasts.append(np.where(closes, start_cycle + duration, -1).max(axis=(0, 2)))
+    first, last = np.stack(firsts, 1).min(axis=1), np.stack(lasts, 1).max(axis=1)
+    return np.stack(durations, 1), np.stack(ends, 1), first, last, checks
 
 
-def _per_launch_sums(ops: type[ArrayOps], head, ctas: list[int], per_row, ends, first, last):
-    """`(cycles, ns, intervals)` per launch and scope, on the host, from the per-CTA sums: each
-    CTA's cycles converted at its own globaltimer rate, or its launch's pooled rate."""
+def _per_launch_sums(head, ctas: list[int], per_row, ends, first, last):
+    """`(cycles, ns, intervals)` per launch and scope from the per-CTA sums: each CTA's cycles
+    converted at its own globaltimer rate, or its launch's pooled rate."""
     rows = per_row.shape[0]
     bounds = np.concatenate([[0], np.cumsum(ctas)])
 
-    def per_launch(values):  # sums over each launch's rows, which are contiguous: no atomics
+    def per_launch(values):  # sums over each launch's rows, which are contiguous
         columns = 1 if values.ndim == 1 else values.shape[1]
-        at = ops.index((np.arange(columns)[:, None] * rows + bounds[None, :]).reshape(-1).tolist(), values)
-        totals = ops.flat_prefix_sums(values)[at].reshape(columns, len(ctas) + 1)
+        at = (np.arange(columns)[:, None] * rows + bounds[None, :]).reshape(-1)
+        flat = values.T.reshape(-1)  # column after column: each launch's sum is two subtractions
+        totals = np.concatenate([np.zeros(1, values.dtype), np.cumsum(flat)])[at].reshape(columns, len(ctas) + 1)
         sums = totals[:, 1:] - totals[:, :-1]  # (columns, launches)
         return sums[0] if values.ndim == 1 else sums.T
 
-    span_cycles = ops.where(last > first, last - first, 0)
+    span_cycles = np.where(last > first, last - first, 0)
     init_ns = head[:, INIT_TIME_WORD] | (head[:, INIT_TIME_WORD + 1] << 32)
     pre_final_ns = head[:, PRE_FINAL_TIME_WORD] | (head[:, PRE_FINAL_TIME_WORD + 1] << 32)
-    span_ns = ops.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0)
+    span_ns = np.where(pre_final_ns > init_ns, pre_final_ns - init_ns, 0)
     usable = (span_cycles > 0) & (span_ns > 0)
-    pooled_ns = ops.as_float(per_launch(ops.where(usable, span_ns, 0)))
-    pooled_cycles = ops.as_float(per_launch(ops.where(usable, span_cycles, 0)))
-    pooled = ops.where(pooled_cycles > 0, pooled_ns / ops.where(pooled_cycles > 0, pooled_cycles, 1.0), 1.0)
-    rate = ops.where(usable, ops.as_float(span_ns) / ops.as_float(ops.where(usable, span_cycles, 1)),
-                     pooled[ops.repeat(ctas, head)])
-    counts = ops.host(ops.stack([per_launch(per_row), per_launch(ends)]))  # (launches, 2, scopes)
-    ns = ops.host(per_launch(ops.as_float(per_row) * rate[:, None]))
-    return counts[:, 0], ns, counts[:, 1]
+    pooled_ns = per_launch(np.where(usable, span_ns, 0)).astype(np.float64)
+    pooled_cycles = per_launch(np.where(usable, span_cycles, 0)).astype(np.float64)
+    pooled = np.where(pooled_cycles > 0, pooled_ns / np.where(pooled_cycles > 0, pooled_cycles, 1.0), 1.0)
+    rate = np.where(usable, span_ns.astype(np.float64) / np.where(usable, span_cycles, 1).astype(np.float64),
+                    pooled[np.repeat(np.arange(len(ctas)), ctas)])
+    ns = per_launch(per_row.astype(np.float64) * rate[:, None])
+    return per_launch(per_row), ns, per_launch(ends)
 
 
-def widened_row_bytes(ops: type[ArrayOps], buffers: list, scratch_size: int, num_units: int) -> int:
-    """Bytes of device memory one CTA's words take in `batch_sums` (the header and what its busiest
-    unit wrote, as int64), so that a batch can be cut into pieces of a bounded size (one copy)."""
+def widened_row_bytes(buffers: list, scratch_size: int, num_units: int) -> int:
+    """Bytes of memory one CTA's words take in the numpy sums (the header and what its busiest unit
+    wrote, as int64), so that a batch can be cut into pieces of a bounded size."""
     data_word = HEADER_WORDS + num_units
     if not is_slot_size(scratch_size) or data_word > scratch_size // 4 or not buffers:
         return 2 * scratch_size
-    most = int(ops.host(ops.words(ops.slots(buffers, scratch_size), HEADER_WORDS, data_word).max()))
+    most = int(ArrayOps.words(ArrayOps.slots(buffers, scratch_size), HEADER_WORDS, data_word).max())
     return 8 * (data_word + num_units * min(max(2, most), scratch_size // 4))
 
 
@@ -376,5 +307,4 @@ def warm_up(ops: type[ArrayOps], to_device) -> BatchSums | HostReason:
         words[:, at + 1:at + 2 * entries:2] = [100, 200, 300, 400]
     raw = words.reshape(-1).view(np.uint8)
     buffers = [to_device(raw.copy()), to_device(raw.copy())]
-    ops.row_bytes(buffers, 128, units, 2)
     return batch_sums(ops, buffers, [ctas, ctas], 128, units, [0, 1])
