@@ -37,6 +37,7 @@ class PathTable:
         # Op paths: a launch-hook node that *is* the kernel (renamed by launch metadata), so a kernel
         # whose parent path is an op lands on it instead of under it.
         self.ops: set[int] = set()
+        self._stacks: dict[int, tuple[str, ...]] = {}  # pid -> `call_stack(pid)`, built once
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -78,6 +79,14 @@ class PathTable:
             pid = self.parent[pid]
         out.reverse()
         return out
+
+    def call_stack(self, pid: int) -> tuple[str, ...]:
+        """ROOT and the names down to `pid`, built once per path: the table only grows, and an
+        instrumented launch asks at every launch."""
+        stack = self._stacks.get(pid)
+        if stack is None:
+            stack = self._stacks[pid] = (ROOT_NAME, *self.names_of(pid))
+        return stack
 
     def ancestors(self, pid: int):
         """`pid` and every ancestor up to, not including, ROOT."""

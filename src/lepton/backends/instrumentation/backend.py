@@ -148,8 +148,8 @@ class InstrumentationBackend(Backend):
         except (ImportError, RuntimeError, AssertionError) as e:  # no torch, or torch without a GPU
             raise UsageError(f"backend='instrumentation' needs Triton with its proton passes and torch on a "
                              f"CUDA GPU: {e}") from None
-        # The first sums load torch's kernels, which takes a while (docs/design.md): here, not
-        # in the user's loop or at finalize.
+        # The first sums compile (or load from Triton's cache) the sums' kernels, which takes a while
+        # (docs/design.md): here, not in the user's loop or at finalize.
         with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
             self._summing(lambda: warm_up(TorchOps, lambda array: torch.from_numpy(array).to(f"cuda:{device}")))
 

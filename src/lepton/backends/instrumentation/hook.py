@@ -56,7 +56,6 @@ class InstrumentationHook(Hook):
         # .buffer: the calling thread's last scratch buffer; .host: (buffer, kernel) of its launch
         # in progress, for `exit` to copy to `host_buffer`
         self._local = threading.local()
-        self._call_paths: tuple[object, dict[int, tuple[str, ...]]] = (None, {})  # (path table, pid -> path)
         self._saved: dict[str, object] = {}
         self._exit_installed = False
 
@@ -175,14 +174,8 @@ class InstrumentationHook(Hook):
         backend = REGISTRY.backends.get("instrumentation")
         if buffer is None or kernel is None or backend is None or not hp.active:
             return
-        paths = hp.paths
-        kernel_pid = op if op >= 0 else paths.op(hp.current(), kernel.name)
-        if self._call_paths[0] is not paths:  # a new path table: ids name other paths
-            self._call_paths = (paths, {})
-        call_path = self._call_paths[1].get(kernel_pid)
-        if call_path is None:  # a path's names never change: built once, not at every launch
-            call_path = self._call_paths[1][kernel_pid] = ("ROOT", *paths.names_of(kernel_pid))
-        backend.queue(buffer, kernel, kernel_pid, call_path)
+        kernel_pid = op if op >= 0 else hp.paths.op(hp.current(), kernel.name)
+        backend.queue(buffer, kernel, kernel_pid, hp.paths.call_stack(kernel_pid))
 
     def exit(self, metadata) -> None:
         """After a launch, installed only with `enable_host_buffer`: waits for the kernel and puts
