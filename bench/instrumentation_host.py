@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
 from lepton.backends.instrumentation import backend as instrumentation
+from lepton.backends.instrumentation.arena import ScratchArena
 from lepton.backends.instrumentation.backend import InstrumentationBackend, InstrumentedKernel, _Launch
 from lepton.backends.instrumentation.sums import ArrayOps, BatchSums
 from lepton.model.paths import ROOT
@@ -55,13 +56,15 @@ def host_us_per_launch(launches: int, scopes: int, repeat: int = 5) -> float:
     kernel = InstrumentedKernel("kernel", SLOT, WARPS, {s: f"scope_{s}" for s in range(scopes)}, {})
     sums = ready_sums(launches, scopes)
     instrumentation.batch_sums = lambda *args: sums
-    buffer = np.zeros(CTAS * SLOT, np.uint8)  # only its length is read: the sums are ready
+    arena = ScratchArena(lambda n: np.zeros(n, np.uint8))
+    address = arena.take(CTAS * SLOT)  # only its length is read: the sums are ready
     best = float("inf")
     for _ in range(repeat):
         now = time.time_ns()
-        batch = [_Launch(buffer, 0, kernel, kernel_pid, ("ROOT", "step", "kernel"), now) for _ in range(launches)]
+        batch = [_Launch(address, CTAS * SLOT, 0, kernel, kernel_pid, ("ROOT", "step", "kernel"), now)
+                 for _ in range(launches)]
         t0 = time.perf_counter()
-        backend._deliver_piece(ArrayOps, kernel, batch)
+        backend._deliver_piece(ArrayOps(), arena, kernel, batch)
         best = min(best, time.perf_counter() - t0)
     _check(registry, session, int(sums.cycles[:, 0].sum()) * repeat)
     return best / launches * 1e6

@@ -44,3 +44,33 @@ def launch(slots: list[bytes]) -> tuple[np.ndarray, int]:
     size += -size % 128
     raw = b"".join(s + bytes(size - len(s)) for s in slots)
     return np.frombuffer(raw, np.uint8).copy(), size
+
+
+# -- launches in a backend's arena, as the launch hook queues them (numpy chunks: no torch here) -------
+def placed(backend, raw: np.ndarray, device: int, kernel, kernel_pid: int, call_path: tuple[str, ...],
+           launch_ns: int = 1):
+    """A queued launch (`backend._Launch`) whose scratch is a copy of `raw` in `backend`'s arena of
+    `device`."""
+    from lepton.backends.instrumentation.arena import ScratchArena
+    from lepton.backends.instrumentation.backend import _Launch
+
+    if device not in backend._arenas:
+        backend._arenas[device] = ScratchArena(lambda n: np.zeros(n, np.uint8))
+    _, address = backend._take(device, len(raw))
+    backend.view(device, address, len(raw))[:] = raw
+    return _Launch(address, len(raw), device, kernel, kernel_pid, call_path, launch_ns)
+
+
+def deliver(backend, kernel, launches: list) -> None:
+    """`launches` (`placed`) of `kernel` decoded as the backend decodes its queue: a batch a device."""
+    devices: dict[int, list] = {}
+    for launch in launches:
+        devices.setdefault(launch.device, []).append(launch)
+    for device, batch in devices.items():
+        backend._deliver(kernel, device, batch)
+
+
+def enqueue(backend, raw: np.ndarray, kernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
+    """Queues a launch of `kernel` on device 0 whose scratch is a copy of `raw`, as the hook does."""
+    launch = placed(backend, raw, 0, kernel, kernel_pid, call_path)
+    backend.queue(launch.device, launch.address, launch.nbytes, kernel, kernel_pid, call_path)

@@ -1,5 +1,6 @@
 """The scratch arena: per-launch buffers without an allocation per launch."""
 import numpy as np
+import pytest
 
 from lepton.backends.instrumentation.arena import ALIGNMENT, ScratchArena
 
@@ -14,19 +15,28 @@ def arena(first=1024):
     return ScratchArena(new_chunk, first_chunk=first), made
 
 
-def test_buffers_are_aligned_disjoint_views_of_few_chunks():
+def test_buffers_are_aligned_disjoint_addresses_in_few_chunks_and_their_views_are_exactly_their_bytes():
     a, made = arena()
-    bufs = [a.take(n) for n in (100, 129, 1, 300, 200)]
-    assert [len(b) for b in bufs] == [100, 129, 1, 300, 200]  # each its own bytes, each start aligned
+    sizes = (100, 129, 1, 300, 200)
+    addresses = [a.take(n) for n in sizes]
+    bufs = [a.view(address, n) for address, n in zip(addresses, sizes)]
+    assert [len(b) for b in bufs] == list(sizes)
     assert len(made) == 2 and [len(c) for c in made] == [1024, 2048]  # the fifth did not fit the first
     for i, b in enumerate(bufs):
         b[:] = i + 1
     assert [int(b[0]) for b in bufs] == [1, 2, 3, 4, 5] and all((b == b[0]).all() for b in bufs)
-    for b in bufs:
-        base = b.base if b.base is not None else b
-        offset = b.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-        assert offset % ALIGNMENT == 0
-    assert a.handed_out == 128 + 256 + 128 + 384 + 256
+    assert [address - b.ctypes.data for address, b in zip(addresses, bufs)] == [0] * 5
+    # each start aligned from its chunk's: the fifth starts the second chunk
+    assert [address - made[0].ctypes.data for address in addresses[:4]] == [0, 128, 384, 512]
+    assert addresses[4] == made[1].ctypes.data and ALIGNMENT == 128
+    assert a.handed_out == 128 + 256 + 128 + 384 + 256 and not a.on_torch
+
+
+def test_an_address_from_no_chunk_has_no_view():
+    a, _ = arena()
+    a.take(10)
+    with pytest.raises(ValueError, match="none of the arena's chunks"):
+        a.view(1, 10)
 
 
 def test_recycling_reuses_the_chunks_without_allocating():
@@ -36,13 +46,12 @@ def test_recycling_reuses_the_chunks_without_allocating():
             a.take(128 * 5)
         a.recycle()
     assert len(made) == 4 and a.handed_out == 0  # 1 + 2 + 4 + 8 KiB held 20 x 640 bytes
-    first = a.take(10)
-    assert np.shares_memory(first, made[0])
+    assert a.take(10) == made[0].ctypes.data
 
 
 def test_a_buffer_larger_than_a_chunk_gets_a_chunk_of_its_own():
     a, made = arena()
     big = a.take(5000)
-    assert len(big) == 5000 and len(made) == 1 and len(made[0]) == 5120
+    assert len(a.view(big, 5000)) == 5000 and len(made) == 1 and len(made[0]) == 5120
     a.release()
     assert a.reserved == 0

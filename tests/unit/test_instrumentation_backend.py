@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from instrumentation_buffers import deliver, enqueue, placed
+
 from lepton.backends.instrumentation.arena import ScratchArena
 from lepton.backends.instrumentation.backend import (
     QUEUE_LAUNCHES,
@@ -57,15 +59,15 @@ def test_each_launch_of_a_batch_reaches_the_sessions_with_its_path_and_its_own_e
     later[:, 16:24].view(np.uint64)[:, 0] += 1_000
     backend, sink = InstrumentationBackend(), Sink()
     backend.sink = sink
-    batch = [_Launch(raw, 0, k, 7, ("ROOT", "a"), 100), _Launch(later.reshape(-1), 0, k, 9, ("ROOT", "b"), 200)]
-    backend._deliver(k, batch)
+    batch = [placed(backend, raw, 0, k, 7, ("ROOT", "a"), 100),
+             placed(backend, later.reshape(-1), 0, k, 9, ("ROOT", "b"), 200)]
+    deliver(backend, k, batch)
     assert [(c.kernel_pid, c.call_path, ns) for c, ns in sink.got] == [(7, ("ROOT", "a"), 100), (9, ("ROOT", "b"), 200)]
     alone = decode_launch(raw, k.scratch_size, k.num_units)
     for cycles, _ in sink.got:
         assert np.array_equal(cycles.events.start_cycle, alone.start_cycle)
         assert cycles.events.num_ctas == 4 and cycles.scope_names == k.scope_names
     assert (sink.got[1][0].events.init_ns - alone.init_ns).tolist() == [1_000] * 4
-    assert all(launch.buffer is None for launch in batch)  # the arena may hand the memory out again
 
 
 def test_without_a_trace_session_the_batch_is_summed_where_it_is_and_gives_the_same_sums():
@@ -74,13 +76,13 @@ def test_without_a_trace_session_the_batch_is_summed_where_it_is_and_gives_the_s
     raw, k = kernel("nested")
     backend, sink = InstrumentationBackend(), Sink(trace=False)
     backend.sink = sink
-    batch = [_Launch(raw, 0, k, 7, ("ROOT", "a"), 100), _Launch(raw.copy(), 1, k, 9, ("ROOT", "b"), 200)]
-    backend._deliver(k, batch)
+    batch = [placed(backend, raw, 1, k, 7, ("ROOT", "a"), 100), placed(backend, raw.copy(), 1, k, 9, ("ROOT", "b"), 200)]
+    deliver(backend, k, batch)
     want = scope_sums(decode_launch(raw, k.scratch_size, k.num_units))
     (summed,) = sink.summed
-    assert sink.got == [] and all(launch.buffer is None for launch in batch)
+    assert sink.got == []
     assert (summed.kernel_pid.tolist(), summed.device_id.tolist(), summed.launch_ns.tolist(), summed.call_paths) \
-        == ([7, 9], [0, 1], [100, 200], [("ROOT", "a"), ("ROOT", "b")])
+        == ([7, 9], [1, 1], [100, 200], [("ROOT", "a"), ("ROOT", "b")])
     assert (summed.kernel_name, summed.scope_names, summed.scope_parents) == (k.name, k.scope_names, k.scope_parents)
     for row in range(2):
         have = summed.intervals[row] > 0
@@ -141,7 +143,7 @@ def test_a_trace_session_gets_every_interval_of_a_one_warp_kernel():
     k = InstrumentedKernel("add_kernel", size, 1, {0: "kernel", 1: "load_ops"}, {1: 0})
     backend, sink = InstrumentationBackend(), Sink(trace=True)
     backend.sink = sink
-    backend._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT", "add_kernel"), 100)])
+    deliver(backend, k, [placed(backend, raw, 0, k, 7, ("ROOT", "add_kernel"), 100)])
     (cycles, _), = sink.got
     events = cycles.events
     assert sorted(zip(events.cta.tolist(), events.scope.tolist(), (events.end_cycle - events.start_cycle).tolist())) \
@@ -159,11 +161,11 @@ def test_the_path_counts_give_per_kernel_the_launches_summed_on_the_device_and_t
     backend, sink = InstrumentationBackend(), Sink(trace=False)
     backend.sink = sink
     assert backend.profile_extras() == {}
-    backend._deliver(k, [_Launch(good, 0, k, 7, ("ROOT",), 1) for _ in range(3)])
-    backend._deliver(k, [_Launch(good, 0, k, 7, ("ROOT",), 1), _Launch(wrapped, 0, k, 7, ("ROOT",), 1)])
-    backend._deliver(other, [_Launch(good, 0, other, 8, ("ROOT",), 1)])
+    deliver(backend, k, [placed(backend, good, 0, k, 7, ("ROOT",), 1) for _ in range(3)])
+    deliver(backend, k, [placed(backend, good, 0, k, 7, ("ROOT",)), placed(backend, wrapped, 0, k, 7, ("ROOT",))])
+    deliver(backend, other, [placed(backend, good, 0, other, 8, ("ROOT",), 1)])
     sink.trace = True
-    backend._deliver(other, [_Launch(good, 0, other, 8, ("ROOT",), 1)])
+    deliver(backend, other, [placed(backend, good, 0, other, 8, ("ROOT",), 1)])
     assert backend.path_counts() == {
         "k": {"buffer": "sized to its records", "device_sums": 3, "host_decoded": {"buffer wrapped": 2}},
         "other": {"buffer": "", "device_sums": 1, "host_decoded": {"trace session": 1}}}
@@ -182,9 +184,7 @@ def test_the_queue_is_decoded_every_queue_launches_launches_however_small_their_
     backend.sink = sink
     arena = backend._arenas[0] = ScratchArena(lambda n: np.zeros(n, np.uint8), first_chunk=1 << 20)
     for i in range(QUEUE_LAUNCHES + 1):
-        buffer = backend._take(0, len(raw))
-        buffer[:] = raw
-        backend.queue(buffer, k, 7, ("ROOT",))
+        enqueue(backend, raw, k, 7, ("ROOT",))
         assert sink.launches() == (QUEUE_LAUNCHES if i == QUEUE_LAUNCHES else 0)
     assert arena.reserved == 1 << 20 and arena.handed_out == len(raw)
     assert backend.path_counts()["k"]["device_sums"] == QUEUE_LAUNCHES
@@ -201,9 +201,10 @@ def test_a_batch_is_cut_into_pieces_by_the_words_its_warps_wrote_not_by_its_slot
     k = InstrumentedKernel("in_loop", size, 4, {0: "chunk"}, {})
     pieces = []
     monkeypatch.setattr(InstrumentationBackend, "_deliver_piece",
-                        lambda self, ops, kernel, batch: pieces.append(len(batch)))
+                        lambda self, ops, arena, kernel, batch: pieces.append(len(batch)))
     monkeypatch.setattr(module, "SUMS_BYTES", 16 * 8 * (14 + 4 * 4) * 10)  # ten launches' written words
-    InstrumentationBackend()._deliver(k, [_Launch(raw, 0, k, 7, ("ROOT",), 1)] * 25)
+    backend = InstrumentationBackend()
+    deliver(backend, k, [placed(backend, raw, 0, k, 7, ("ROOT",))] * 25)
     assert size == 8320 and pieces == [10, 10, 5]
     assert SUMS_BYTES <= 64 << 20
 
@@ -223,7 +224,7 @@ def test_where_the_device_sums_raise_the_batches_are_decoded_on_the_host_with_on
     backend, sink = InstrumentationBackend(), Sink(trace=False)
     backend.sink = sink
     for pid in (7, 8):  # the second batch does not try the device again
-        backend._deliver(k, [_Launch(raw.copy(), 0, k, pid, ("ROOT",), 1)])
+        deliver(backend, k, [placed(backend, raw.copy(), 0, k, pid, ("ROOT",), 1)])
     assert len(calls) == 1 and sink.summed == []
     want = scope_sums(decode_launch(raw, k.scratch_size, k.num_units))
     assert [scope_sums(launch.events).cycles for launch, _ in sink.got] == [want.cycles] * 2

@@ -13,10 +13,10 @@ from test_cupti_backend import fake_cupti  # noqa: F401  (a fixture)
 from triton_standin import LazyDict, call_exit_hook, install_instrumentation
 
 import lepton as proton
-from lepton.backends.instrumentation.arena import ScratchArena
 from lepton.backends.instrumentation.backend import InstrumentationBackend, InstrumentedKernel
 from lepton.backends.instrumentation.sums import ArrayOps
 from lepton.hooks import HookManager, InstrumentationHook, LaunchHook
+from lepton.runtime.registry import REGISTRY
 
 FUNCTION = 0x5EED  # the CUfunction handle Triton passes as metadata["function"]
 # Proton's test_tree kernel: kernel { load_ops { load_x, load_y } }, one warp.
@@ -31,8 +31,8 @@ def triton(monkeypatch, chained_knobs, scripted_gpu):
     backend's device work done on numpy (no torch here)."""
     install_instrumentation(monkeypatch, chained_knobs)
     monkeypatch.setattr(InstrumentationBackend, "_do_start", lambda self: None)
-    arena = ScratchArena(lambda n: np.zeros(n, np.uint8))
-    monkeypatch.setattr(InstrumentationBackend, "scratch", lambda self, n: arena.take(n))
+    monkeypatch.setattr(InstrumentationBackend, "_new_chunk", staticmethod(lambda device, n: np.zeros(n, np.uint8)))
+    monkeypatch.setattr(InstrumentationBackend, "scratch", lambda self, n: self._take(0, n))
     monkeypatch.setattr(InstrumentationHook, "enable_host_buffer", False)
     monkeypatch.setattr(InstrumentationHook, "host_buffer", None)
     monkeypatch.setattr(InstrumentationHook, "_kernels", {})
@@ -48,10 +48,10 @@ def run(runtime, slots: list[bytes], name="add_kernel", launch_metadata=None, ke
     if kernel is not None:
         hook.kernels[FUNCTION] = kernel
     raw, _ = launch(slots)
-    buffer = hook._allocate(len(raw), 128, None)
+    address = hook._allocate(len(raw), 128, None)
     metadata = LazyDict({"name": name, "function": FUNCTION, "stream": 0}, launch_metadata)
     runtime.launch_enter_hook(metadata)
-    buffer[:len(raw)] = raw
+    REGISTRY.backends["instrumentation"].view(0, address, len(raw))[:] = raw
     call_exit_hook(runtime, metadata)
     return raw
 

@@ -10,9 +10,9 @@ import functools
 import time
 
 import numpy as np
-from instrumentation_buffers import E, S, launch, slot
+from instrumentation_buffers import E, S, deliver, enqueue, launch, placed, slot
 
-from lepton.backends.instrumentation.backend import InstrumentationBackend, InstrumentedKernel, _Launch
+from lepton.backends.instrumentation.backend import InstrumentationBackend, InstrumentedKernel
 from lepton.model.cycles import ScopeSums, SummedLaunches
 from lepton.model.paths import ROOT
 from lepton.model.profile import Profile
@@ -178,9 +178,9 @@ def test_two_sessions_with_different_windows_each_merge_only_the_launches_of_the
         scopes = [[0, 1, 2], [0, 1], [2]][i % 3]  # launches that recorded different scopes
         ctas = 3 if i % 4 == 3 else 2  # two grids
         buffer, _ = kernel_buffer(rng, ctas, scopes)
-        launches.append(_Launch(buffer, i % 2, k, two if i % 5 == 2 else one, ("ROOT", str(i)), t))
-    bench.backend._deliver(k, launches)
-    assert len(bench.sink.deliveries) == 1 and bench.backend.path_counts()["k"]["device_sums"] == 10
+        launches.append(placed(bench.backend, buffer, i % 2, k, two if i % 5 == 2 else one, ("ROOT", str(i)), t))
+    deliver(bench.backend, k, launches)
+    assert len(bench.sink.deliveries) == 2 and bench.backend.path_counts()["k"]["device_sums"] == 10  # a device each
     first_a, first_b = bench.check()
     assert first_a != first_b  # each took its own launches
     assert b"outer" in first_a and b"inner" in first_b and b"other" in first_b
@@ -197,10 +197,10 @@ def test_launches_of_two_phases_go_each_to_their_phase_whatever_their_order_in_t
     k = kernel_of("k", size)
     pid = bench.pid("k")
     times = [t1, t0, t1, t0, t2, t0, t1]  # launching threads race: times out of order
-    bench.backend._deliver(k, [_Launch(kernel_buffer(rng, 2, [0, 1])[0], 0, k, pid, ("ROOT", "k"), t)
+    deliver(bench.backend, k, [placed(bench.backend, kernel_buffer(rng, 2, [0, 1])[0], 0, k, pid, ("ROOT", "k"), t)
                                for t in times])
     bench.both(s, lambda one: one.clear(0, up_to=False))  # a phase the user cleared takes nothing more
-    bench.backend._deliver(k, [_Launch(kernel_buffer(rng, 2, [0, 1, 2])[0], 0, k, pid, ("ROOT", "k"), t)
+    deliver(bench.backend, k, [placed(bench.backend, kernel_buffer(rng, 2, [0, 1, 2])[0], 0, k, pid, ("ROOT", "k"), t)
                                for t in (t0, t1, t2)])
     phase1, phase2 = bench.check()
     assert sorted(s[0].phases) == [1, 2] and phase1 != phase2
@@ -216,7 +216,7 @@ def test_two_kernels_queued_in_one_batch_each_reach_the_session_on_their_paths()
     k, j = kernel_of("k", size_k), kernel_of("j", size_j, warps=4)
     for i in range(12):
         kernel, (buffer, _) = (k, kernel_buffer(rng, 2, [0, 1])) if i % 3 else (j, kernel_buffer(rng, 3, [2], 4))
-        bench.backend.queue(buffer, kernel, bench.pid("loop", kernel.name if i % 2 else "odd", kernel.name),
+        enqueue(bench.backend, buffer, kernel, bench.pid("loop", kernel.name if i % 2 else "odd", kernel.name),
                             ("ROOT", kernel.name))
     bench.backend._decode_queue()
     assert [len(launches) for launches, _ in bench.sink.deliveries] == [4, 8]  # one piece a kernel
@@ -235,12 +235,13 @@ def test_launches_summed_on_the_device_and_decoded_on_the_host_add_up_on_the_sam
     _, size = kernel_buffer(rng, 2, [0, 1])
     k, other = kernel_of("k", size), kernel_of("other", size)
     pid, other_pid = bench.pid("k"), bench.pid("other")
-    host = [_Launch(kernel_buffer(rng, 2, [0, 1], wrapped=i == 1)[0], 0, k, pid, ("ROOT", "k"), t) for i in range(3)]
-    bench.backend._deliver(k, host)
+    host = [placed(bench.backend, kernel_buffer(rng, 2, [0, 1], wrapped=i == 1)[0], 0, k, pid, ("ROOT", "k"), t)
+            for i in range(3)]
+    deliver(bench.backend, k, host)
     t = bench.both(b, lambda one: one.set_active(False))
     for i in range(4):
-        bench.backend.queue(kernel_buffer(rng, 2, [0, 1])[0], k, pid, ("ROOT", "k"))
-        bench.backend.queue(kernel_buffer(rng, 2, [2])[0], other, other_pid, ("ROOT", "other"))
+        enqueue(bench.backend, kernel_buffer(rng, 2, [0, 1])[0], k, pid, ("ROOT", "k"))
+        enqueue(bench.backend, kernel_buffer(rng, 2, [2])[0], other, other_pid, ("ROOT", "other"))
     bench.backend._decode_queue()
     assert [launches[0].events is None for launches, _ in bench.sink.deliveries] == [False, True, True]
     assert bench.backend.path_counts()["k"] == {"buffer": "", "device_sums": 4, "host_decoded": {"buffer wrapped": 3}}

@@ -44,7 +44,7 @@ def on_device(buffers: list[np.ndarray]) -> list:
 def both(buffers, scratch, units, scope_ids):
     ctas = [len(b) // scratch for b in buffers]
     return (batch_sums(ArrayOps, buffers, ctas, scratch, units, scope_ids),
-            batch_sums(TorchOps, on_device(buffers), ctas, scratch, units, scope_ids))
+            batch_sums(TorchOps(DEVICE), on_device(buffers), ctas, scratch, units, scope_ids))
 
 
 def assert_same(buffers, scratch, units, scope_ids):
@@ -122,7 +122,7 @@ def test_a_batch_with_anything_to_report_is_refused_for_the_same_reason(warp, wh
 
 
 def test_the_warm_up_batch_sums_through_the_kernel():
-    assert isinstance(warm_up(TorchOps, lambda array: torch.from_numpy(array).to(DEVICE)), BatchSums)
+    assert isinstance(warm_up(TorchOps(DEVICE), lambda array: torch.from_numpy(array).to(DEVICE)), BatchSums)
 
 
 def test_a_wrapped_warp_a_torn_count_and_a_bad_preamble_are_refused_as_numpy_refuses_them():
@@ -150,7 +150,7 @@ def test_launches_in_separate_allocations_and_out_of_address_order_sum_as_numpy_
     ctas = [len(b) // scratch for b in buffers]
     want = batch_sums(ArrayOps, buffers, ctas, scratch, 2, [0, 1])
     separate = [torch.from_numpy(b.copy()).to(DEVICE) for b in buffers[::-1]][::-1]  # allocated last to first
-    got = batch_sums(TorchOps, separate, ctas, scratch, 2, [0, 1])
+    got = batch_sums(TorchOps(DEVICE), separate, ctas, scratch, 2, [0, 1])
     np.testing.assert_array_equal(got.cycles, want.cycles)
     np.testing.assert_allclose(got.ns, want.ns, rtol=1e-12)
 
@@ -164,5 +164,5 @@ def test_a_piece_copies_to_the_host_once_whatever_its_scopes(warp, scopes, monke
     copies = []
     cpu = torch.Tensor.cpu
     monkeypatch.setattr(torch.Tensor, "cpu", lambda self, *a, **k: copies.append(self.shape) or cpu(self, *a, **k))
-    assert isinstance(batch_sums(TorchOps, on_device([raw, raw.copy()]), [3, 3], scratch, 2, scopes), BatchSums)
+    assert isinstance(batch_sums(TorchOps(DEVICE), on_device([raw, raw.copy()]), [3, 3], scratch, 2, scopes), BatchSums)
     assert len(copies) == 1

@@ -6,6 +6,9 @@ torch's caching allocator made every launch of a large kernel a `cudaMalloc` whi
 the earlier ones, several times the cost of a launch (docs/design.md). The
 arena cuts buffers from a few large chunks with a bump pointer and reuses the chunks once the queue
 is decoded (`recycle`, called only after the device has finished with every buffer handed out).
+A buffer is handed out as its address, which Triton's launcher takes as it is: a torch view of the
+chunk cost more per launch than the launch itself on an H100 host (docs/design.md); `view` makes
+one where the host reads a buffer.
 """
 from __future__ import annotations
 
@@ -20,17 +23,22 @@ class ScratchArena:
     """Chunks of one device's memory (torch uint8 tensors), filled in order, reused after `recycle`.
     `new_chunk(nbytes)` makes a chunk (tests pass a numpy one)."""
 
+    @staticmethod
+    def _address(chunk) -> int:
+        return chunk.data_ptr() if hasattr(chunk, "data_ptr") else chunk.ctypes.data
+
     def __init__(self, new_chunk, first_chunk: int = FIRST_CHUNK) -> None:
         self._new_chunk = new_chunk
         self._first = first_chunk
         self._chunks: list = []
+        self._bases: list[int] = []  # each chunk's address
         self._current = 0  # index of the chunk being filled
         self._offset = 0  # first free byte in it
         self.handed_out = 0  # bytes given out since the last recycle
         self._lock = threading.Lock()
 
-    def take(self, nbytes: int):
-        """A buffer of `nbytes` bytes, `ALIGNMENT`-aligned, valid until `recycle`."""
+    def take(self, nbytes: int) -> int:
+        """The address of a buffer of `nbytes` bytes, `ALIGNMENT`-aligned, valid until `recycle`."""
         size = max(-(-nbytes // ALIGNMENT) * ALIGNMENT, ALIGNMENT)
         with self._lock:
             while self._current < len(self._chunks) and self._offset + size > len(self._chunks[self._current]):
@@ -38,13 +46,27 @@ class ScratchArena:
                 self._offset = 0
             if self._current == len(self._chunks):
                 grown = min(2 * len(self._chunks[-1]), MAX_CHUNK) if self._chunks else self._first
-                self._chunks.append(self._new_chunk(max(size, grown)))
+                chunk = self._new_chunk(max(size, grown))
+                self._chunks.append(chunk)
+                self._bases.append(self._address(chunk))
                 self._offset = 0
             start = self._offset
             self._offset += size
             self.handed_out += size
-            # exactly `nbytes`: a launch's CTAs are its bytes // slot size, and padding could hold one more
-            return self._chunks[self._current][start:start + max(nbytes, 1)]
+            return self._bases[self._current] + start
+
+    def view(self, address: int, nbytes: int):
+        """The buffer of `nbytes` bytes at `address` (from `take`) as a view of its chunk: exactly
+        `nbytes`, as a launch's CTAs are its bytes // slot size and padding could hold one more."""
+        for base, chunk in zip(self._bases, self._chunks):
+            if base <= address < base + len(chunk):
+                return chunk[address - base:address - base + nbytes]
+        raise ValueError(f"address {address:#x} is in none of the arena's chunks")
+
+    @property
+    def on_torch(self) -> bool:
+        """Whether the chunks are torch tensors (the GPU's; the tests' are numpy arrays)."""
+        return bool(self._chunks) and hasattr(self._chunks[0], "cpu")
 
     def recycle(self) -> None:
         """Every buffer handed out is free again (the caller has waited for the device and copied
@@ -56,6 +78,7 @@ class ScratchArena:
         """Gives the chunks back (to torch's caching allocator) at the end of the session."""
         with self._lock:
             self._chunks.clear()
+            self._bases.clear()
             self._current = self._offset = self.handed_out = 0
 
     @property

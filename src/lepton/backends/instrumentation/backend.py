@@ -12,11 +12,13 @@ CTA's slot that its warps wrote crosses to the host (`host_copy`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,7 +50,7 @@ def queue_bound(device_bytes: int) -> int:
     return min(device_bytes // 16, 2 << 30)
 
 
-def host_copy(ops: type[ArrayOps], buffers: list, scratch_size: int,
+def host_copy(ops: ArrayOps, buffers: list, scratch_size: int,
               num_units: int) -> tuple[np.ndarray, int, list[int]]:
     """`(bytes, slot size, CTAs of each buffer)`: the launches' scratch `buffers` (of one kernel) on
     the host, one slot per CTA, each cut to the words the busiest unit of the batch wrote: a
@@ -103,9 +105,9 @@ class KernelPaths:
         return {"buffer": self.buffer, "device_sums": self.device_sums, "host_decoded": dict(self.host_decoded)}
 
 
-@dataclass
-class _Launch:
-    buffer: object  # the launch's scratch (grid x scratch_size bytes), cut from its device's arena
+class _Launch(NamedTuple):  # a named tuple: one is made per launch, on the launching thread
+    address: int  # its scratch (grid x scratch_size bytes) in its device's arena
+    nbytes: int
     device: int
     kernel: InstrumentedKernel
     kernel_pid: int
@@ -151,40 +153,39 @@ class InstrumentationBackend(Backend):
         # The first sums compile (or load from Triton's cache) the sums' kernels, which takes a while
         # (docs/design.md): here, not in the user's loop or at finalize.
         with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
-            self._summing(lambda: warm_up(TorchOps, lambda array: torch.from_numpy(array).to(f"cuda:{device}")))
+            self._summing(lambda: warm_up(TorchOps(device), lambda array: torch.from_numpy(array).to(f"cuda:{device}")))
 
-    def scratch(self, nbytes: int):
-        """A scratch buffer for the next launch on the current device (Triton's profile allocator
-        calls this on the launching thread); it stays the launch's until the queue is decoded."""
+    def scratch(self, nbytes: int) -> tuple[int, int]:
+        """`(device, address)` of a scratch buffer for the next launch on the current device
+        (Triton's profile allocator calls this on the launching thread); it stays the launch's
+        until the queue is decoded."""
         import torch
 
         return self._take(torch.cuda.current_device(), nbytes)
 
-    def _take(self, device: int, nbytes: int):
+    def _take(self, device: int, nbytes: int) -> tuple[int, int]:
         arena = self._arenas.get(device)
         if arena is None:
-            import torch
-
-            def new_chunk(size: int, device=device):
-                return torch.empty((size,), dtype=torch.uint8, device=f"cuda:{device}")
-
-            arena = self._arenas.setdefault(device, ScratchArena(new_chunk))
+            arena = self._arenas.setdefault(device, ScratchArena(functools.partial(self._new_chunk, device)))
         if len(self._queue) >= QUEUE_LAUNCHES or arena.handed_out + nbytes > self._bound:
             self._decode_queue()
-        return arena.take(nbytes)
+        return device, arena.take(nbytes)
 
-    def _device_of(self, buffer) -> int:
-        """The device of a buffer `scratch` gave: its arena's (torch's `.device` costs more per launch)."""
-        if not hasattr(buffer, "cpu"):
-            return 0  # the tests' numpy buffers
-        if len(self._arenas) == 1:
-            return next(iter(self._arenas))
-        return buffer.device.index
+    @staticmethod
+    def _new_chunk(device: int, nbytes: int):
+        import torch
 
-    def queue(self, buffer, kernel: InstrumentedKernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
+        return torch.empty((nbytes,), dtype=torch.uint8, device=f"cuda:{device}")
+
+    def view(self, device: int, address: int, nbytes: int):
+        """The scratch buffer `scratch` gave, as an array the host can read (a torch view)."""
+        return self._arenas[device].view(address, nbytes)
+
+    def queue(self, device: int, address: int, nbytes: int, kernel: InstrumentedKernel, kernel_pid: int,
+              call_path: tuple[str, ...]) -> None:
         """One launch of an instrumented kernel (called by the launch hook, on the launching
         thread), with the buffer `scratch` gave it."""
-        launch = _Launch(buffer, self._device_of(buffer), kernel, kernel_pid, call_path, time.time_ns())
+        launch = _Launch(address, nbytes, device, kernel, kernel_pid, call_path, time.time_ns())
         with self._queue_lock:
             self._queue.append(launch)
 
@@ -217,55 +218,60 @@ class InstrumentationBackend(Backend):
         with self._queue_lock:
             launches, self._queue = self._queue, []
         if launches:
-            devices = {launch.device for launch in launches if hasattr(launch.buffer, "cpu")}  # torch's
-            if devices:  # (numpy buffers: the tests', written already)
+            devices = {launch.device for launch in launches if self._arenas[launch.device].on_torch}
+            if devices:  # (numpy arenas: the tests', written already)
                 import torch
 
                 for device in devices:
                     torch.cuda.synchronize(device)
-            by_kernel: dict[InstrumentedKernel, list[_Launch]] = {}
+            by_kernel: dict[tuple[InstrumentedKernel, int], list[_Launch]] = {}
             for launch in launches:
-                by_kernel.setdefault(launch.kernel, []).append(launch)
+                by_kernel.setdefault((launch.kernel, launch.device), []).append(launch)
             # The sums and copies are torch ops on the GPU: a CUPTI session must not record them.
             with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
-                for kernel, batch in by_kernel.items():
-                    self._deliver(kernel, batch)
+                for (kernel, device), batch in by_kernel.items():
+                    self._deliver(kernel, device, batch)
         for arena in self._arenas.values():
             arena.recycle()
 
-    def _deliver(self, kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
-        """Decodes one kernel's queued launches in pieces of at most `SUMS_BYTES` of working memory."""
-        ops = TorchOps if hasattr(batch[0].buffer, "cpu") else ArrayOps  # numpy: the tests' buffers
-        row_bytes = ops.row_bytes([launch.buffer for launch in batch], kernel.scratch_size, kernel.num_units,
+    def _deliver(self, kernel: InstrumentedKernel, device: int, batch: list[_Launch]) -> None:
+        """Decodes one kernel's queued launches on `device` in pieces of at most `SUMS_BYTES` of
+        working memory."""
+        arena = self._arenas[device]
+        ops: ArrayOps = TorchOps(device) if arena.on_torch else ArrayOps()
+        row_bytes = ops.row_bytes([arena.view(launch.address, launch.nbytes) for launch in batch]
+                                  if not arena.on_torch else [], kernel.scratch_size, kernel.num_units,
                                   len(kernel.scope_names))
         per_piece = max(1, SUMS_BYTES // row_bytes)
         piece: list[_Launch] = []
         rows = 0
         for launch in batch:
-            ctas = launch.buffer.shape[0] // kernel.scratch_size
+            ctas = launch.nbytes // kernel.scratch_size
             if piece and rows + ctas > per_piece:
-                self._deliver_piece(ops, kernel, piece)
+                self._deliver_piece(ops, arena, kernel, piece)
                 piece, rows = [], 0
             piece.append(launch)
             rows += ctas
         if piece:
-            self._deliver_piece(ops, kernel, piece)
+            self._deliver_piece(ops, arena, kernel, piece)
 
-    def _deliver_piece(self, ops: type[ArrayOps], kernel: InstrumentedKernel, batch: list[_Launch]) -> None:
-        buffers = [launch.buffer for launch in batch]
-        ctas = [b.shape[0] // kernel.scratch_size for b in buffers]
+    def _deliver_piece(self, ops: ArrayOps, arena: ScratchArena, kernel: InstrumentedKernel,
+                       batch: list[_Launch]) -> None:
+        ctas = [launch.nbytes // kernel.scratch_size for launch in batch]
         sums: BatchSums | HostReason = HostReason.TRACE
         if self.sink is None or not self.sink.wants_intervals():
-            sums = self._summing(lambda: batch_sums(ops, buffers, ctas, kernel.scratch_size, kernel.num_units,
+            # the GPU's kernels read the buffers at their addresses; numpy (the tests') reads views
+            readable = [launch.address for launch in batch] if arena.on_torch else \
+                [arena.view(launch.address, launch.nbytes) for launch in batch]
+            sums = self._summing(lambda: batch_sums(ops, readable, ctas, kernel.scratch_size, kernel.num_units,
                                                     sorted(kernel.scope_names)))
         self._count(kernel, len(batch), sums if isinstance(sums, HostReason) else None)
-        for launch in batch:
-            launch.buffer = None  # the arena may hand the memory out again once `buffers` goes
         if not isinstance(sums, HostReason):
             if self.sink is not None:
                 self.sink.ingest_summed(summed_launches(kernel, batch, sums))
             return
         # every interval, for a trace or to say what was wrong with a buffer
+        buffers = [arena.view(launch.address, launch.nbytes) for launch in batch]
         raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
         decoded = decode_launch(raw, slot, kernel.num_units)
         for message in decoded.warnings:

@@ -53,8 +53,8 @@ class InstrumentationHook(Hook):
     def __init__(self, mode=None) -> None:
         self.mode = instrumentation_mode(mode)
         self.kernels = InstrumentationHook._kernels
-        # .buffer: the calling thread's last scratch buffer; .host: (buffer, kernel) of its launch
-        # in progress, for `exit` to copy to `host_buffer`
+        # .scratch: (device, address, bytes) of the calling thread's last scratch buffer; .host:
+        # (that, kernel) of its launch in progress, for `exit` to copy to `host_buffer`
         self._local = threading.local()
         self._saved: dict[str, object] = {}
         self._exit_installed = False
@@ -125,8 +125,8 @@ class InstrumentationHook(Hook):
     # -- Triton's callbacks ----------------------------------------------------------------------------
     def _allocate(self, size: int, alignment: int, stream):
         """Triton's profile allocator: a buffer per launch, so that no launch waits for the last
-        one's to be read, from the backend's arena. Called right before the launch's enter hook,
-        on its thread."""
+        one's to be read, from the backend's arena, as its address (what Triton's launcher
+        passes on). Called right before the launch's enter hook, on its thread."""
         if alignment > ALIGNMENT or ALIGNMENT % alignment:
             raise RuntimeError(f"lepton: Triton asked for a profile buffer aligned to {alignment}, not {ALIGNMENT}")
         HOT_PATH.take_launch_op()  # an op an earlier launch's hook left is not this launch's
@@ -134,11 +134,11 @@ class InstrumentationHook(Hook):
         if backend is None:  # no session to decode it: a buffer that is simply freed
             import torch
 
-            buffer = torch.empty((max(size, 1),), dtype=torch.uint8, device="cuda")
-        else:
-            buffer = backend.scratch(size)
-        self._local.buffer = buffer
-        return buffer
+            self._local.scratch = None
+            return torch.empty((max(size, 1),), dtype=torch.uint8, device="cuda")
+        device, address = backend.scratch(size)
+        self._local.scratch = device, address, size
+        return address
 
     def init_handle(self, module, function, name: str, metadata_group: dict, hash: str) -> None:
         """A compiled kernel was loaded: if it is instrumented, its scopes and scratch layout."""
@@ -163,28 +163,30 @@ class InstrumentationHook(Hook):
     def enter(self, metadata) -> None:
         """Before a launch: queues it with its buffer and the call path it is launched in; its
         kernel node is the launch hook's op for it, if that hook made one (it runs first)."""
-        buffer = getattr(self._local, "buffer", None)
-        self._local.buffer = None
+        scratch = getattr(self._local, "scratch", None)
+        self._local.scratch = None
         kernel = self.kernels.get(metadata.data.get("function"))
         hp = HOT_PATH
         op = hp.take_launch_op()
         if InstrumentationHook.enable_host_buffer:
             InstrumentationHook.host_buffer = None
-            self._local.host = None if buffer is None or kernel is None else (buffer, kernel)
+            self._local.host = None if scratch is None or kernel is None else (scratch, kernel)
         backend = REGISTRY.backends.get("instrumentation")
-        if buffer is None or kernel is None or backend is None or not hp.active:
+        if scratch is None or kernel is None or backend is None or not hp.active:
             return
         kernel_pid = op if op >= 0 else hp.paths.op(hp.current(), kernel.name)
-        backend.queue(buffer, kernel, kernel_pid, hp.paths.call_stack(kernel_pid))
+        backend.queue(*scratch, kernel, kernel_pid, hp.paths.call_stack(kernel_pid))
 
     def exit(self, metadata) -> None:
         """After a launch, installed only with `enable_host_buffer`: waits for the kernel and puts
         its scratch buffer, behind Proton's header, in `host_buffer`."""
         pending = getattr(self._local, "host", None)
         self._local.host = None
-        if pending is None or not InstrumentationHook.enable_host_buffer:
+        backend = REGISTRY.backends.get("instrumentation")
+        if pending is None or backend is None or not InstrumentationHook.enable_host_buffer:
             return
-        buffer, kernel = pending
+        (device, address, nbytes), kernel = pending
+        buffer = backend.view(device, address, nbytes)
         mode = self.mode
         units = recorded_units(kernel.num_units, mode.sampling_strategy is SamplingStrategy.SELECTIVE,
                                mode.sampling_options)

@@ -69,8 +69,8 @@ class ArrayOps:
         """`batch_sums` past its checks of the arguments: the formulas as array operations."""
         return _array_sums(cls, buffers, ctas, scratch_size, num_units, scope_ids)
 
-    @classmethod
-    def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
+    @staticmethod
+    def row_bytes(buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
         """Bytes of working memory one CTA takes in `batch_sums`, so that a batch can be cut into
         pieces of a bounded size."""
         return widened_row_bytes(buffers, scratch_size, num_units)
@@ -86,24 +86,29 @@ class ArrayOps:
 
 
 class TorchOps(ArrayOps):
-    """The GPU's: the sums are two Triton kernels (`sums_kernel`); the rest of `ArrayOps` is not
-    used on torch tensors but to copy launches to the host."""
+    """The GPU's, on one device: the sums are two Triton kernels (`sums_kernel`) that read each
+    launch's buffer at its address; the rest of `ArrayOps` is not used on torch tensors but to copy
+    launches to the host."""
 
-    @classmethod
-    def sums(cls, buffers: list, ctas: list[int], scratch_size: int, num_units: int,
+    def __init__(self, device) -> None:
+        self.device = device  # torch's device (an index, or "cpu" for Triton's interpreter)
+
+    def sums(self, buffers: list, ctas: list[int], scratch_size: int, num_units: int,
              scope_ids: list[int]) -> BatchSums | HostReason:
         """Two kernels and a copy each way, whatever the scopes: ~40 torch ops a scope cost more
-        host time in dispatch than the GPU took (docs/design.md)."""
+        host time in dispatch than the GPU took (docs/design.md). `buffers`: each launch's
+        buffer on the device, or its address (the backend's arena hands out addresses)."""
         from .sums_kernel import FLAG_ORDER, launch_sums
 
-        cycles, ns, intervals, flags = launch_sums(buffers, num_units, scope_ids, scratch_size)
+        addresses = [b if isinstance(b, int) else b.data_ptr() for b in buffers]
+        cycles, ns, intervals, flags = launch_sums(addresses, ctas, self.device, num_units, scope_ids, scratch_size)
         for flag, reason in zip(FLAG_ORDER, FLAG_REASONS):
             if flags & flag:
                 return reason
         return BatchSums(list(scope_ids), cycles, ns, intervals, num_units, list(ctas))
 
-    @classmethod
-    def row_bytes(cls, buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
+    @staticmethod
+    def row_bytes(buffers: list, scratch_size: int, num_units: int, num_scopes: int) -> int:
         """The kernels read the slots in place: a CTA takes its sums, spans and flags."""
         return 8 * (2 * num_scopes + 3)
 
@@ -164,7 +169,7 @@ class BatchSums:
         return out
 
 
-def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
+def batch_sums(ops: ArrayOps | type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
                scope_ids: list[int]) -> BatchSums | HostReason:
     """The sums of one kernel's launches, or why not where a buffer is not well formed (the
     caller then decodes the batch on the host, which reports what was wrong). Waits for the device
@@ -178,7 +183,7 @@ def batch_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size
     return ops.sums(buffers, ctas, scratch_size, num_units, list(scope_ids))
 
 
-def _array_sums(ops: type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
+def _array_sums(ops: ArrayOps | type[ArrayOps], buffers: list, ctas: list[int], scratch_size: int, num_units: int,
                 scope_ids: list[int]) -> BatchSums | HostReason:
     data_word = HEADER_WORDS + num_units
     slots = ops.slots(buffers, scratch_size)
@@ -292,7 +297,7 @@ def widened_row_bytes(buffers: list, scratch_size: int, num_units: int) -> int:
     return 8 * (data_word + num_units * min(max(2, most), scratch_size // 4))
 
 
-def warm_up(ops: type[ArrayOps], to_device) -> BatchSums | HostReason:
+def warm_up(ops: ArrayOps | type[ArrayOps], to_device) -> BatchSums | HostReason:
     """Runs the sums once on a small made-up batch (two launches of 8 CTAs x 2 warps, two nested
     scopes), so that the first real batch does not pay for loading the library's kernels.
     `to_device(uint8 numpy array)`: the array where `ops` works."""

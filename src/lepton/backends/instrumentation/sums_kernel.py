@@ -175,22 +175,21 @@ def _launch_sums(bounds, durations, ends, span_cycles, span_ns, flags, num_scope
     tl.store(launch_flags + launch, flag)
 
 
-def launch_sums(buffers: list, num_units: int, scope_ids: list[int], scratch_size: int):
+def launch_sums(addresses: list[int], ctas: list[int], device, num_units: int, scope_ids: list[int],
+                scratch_size: int):
     """`(cycles, ns, intervals, flags)` on the host: (launches, scopes) arrays and the OR of every
-    CTA's `*_FLAG` bits, for the launches' scratch `buffers` (torch uint8 tensors of whole slots,
-    one kernel's). One copy each way."""
+    CTA's `*_FLAG` bits, for one kernel's launches whose scratch (`ctas` slots each) is at
+    `addresses` on torch's `device`. One copy each way."""
     import torch
 
-    like = buffers[0]
-    ctas = [b.shape[0] // scratch_size for b in buffers]
     rows, launches, num_scopes = sum(ctas), len(ctas), len(scope_ids)
-    table = np.concatenate([np.cumsum([0, *ctas]), [b.data_ptr() for b in buffers], scope_ids]).astype(np.int64)
-    small = torch.from_numpy(table).to(like.device)
+    table = np.concatenate([np.cumsum([0, *ctas]), addresses, scope_ids]).astype(np.int64)
+    small = torch.from_numpy(table).to(device)
     bounds, bases, ids = small[:launches + 1], small[launches + 1:2 * launches + 1], small[2 * launches + 1:]
-    per_cta = torch.empty((2 * num_scopes + 2, rows), dtype=torch.int64, device=like.device)
+    per_cta = torch.empty((2 * num_scopes + 2, rows), dtype=torch.int64, device=device)
     durations, ends = per_cta[:num_scopes].view(rows, num_scopes), per_cta[num_scopes:2 * num_scopes].view(rows, num_scopes)
     span_cycles, span_ns = per_cta[-2], per_cta[-1]
-    flags = torch.empty((rows,), dtype=torch.int32, device=like.device)
+    flags = torch.empty((rows,), dtype=torch.int32, device=device)
     _cta_sums[(launches, triton.cdiv(max(ctas), BLOCK))](
         bases, bounds, scratch_size // 4, num_units, ids, num_scopes,
         durations, ends, span_cycles, span_ns, flags,
@@ -199,7 +198,7 @@ def launch_sums(buffers: list, num_units: int, scope_ids: list[int], scratch_siz
         ID_MASK=SCOPE_MASK, HIGH_MASK=CLOCK_HIGH_MASK, WRAP=1 << CLOCK_BITS, NONE=NO_START,
         BAD_SLOT=BAD_SLOT_FLAG, WRAPPED=WRAPPED_FLAG, TORN=TORN_FLAG, UNKNOWN=UNKNOWN_SCOPE_FLAG,
         UNPAIRED=UNPAIRED_FLAG, BLOCK=BLOCK, num_warps=4)
-    out = torch.empty((3 * num_scopes + 1, launches), dtype=torch.int64, device=like.device)
+    out = torch.empty((3 * num_scopes + 1, launches), dtype=torch.int64, device=device)
     _launch_sums[(launches,)](bounds, durations, ends, span_cycles, span_ns, flags, num_scopes,
                               out[:num_scopes], out[num_scopes:2 * num_scopes].view(torch.float64),
                               out[2 * num_scopes:3 * num_scopes], out[-1], BLOCK=BLOCK, num_warps=4)
