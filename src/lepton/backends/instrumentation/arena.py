@@ -32,6 +32,7 @@ class ScratchArena:
         self._first = first_chunk
         self._chunks: list = []
         self._bases: list[int] = []  # each chunk's address
+        self._sizes: list[int] = []  # and bytes (`len` of a torch tensor costs ~1 us a launch)
         self._current = 0  # index of the chunk being filled
         self._offset = 0  # first free byte in it
         self.handed_out = 0  # bytes given out since the last recycle
@@ -41,14 +42,15 @@ class ScratchArena:
         """The address of a buffer of `nbytes` bytes, `ALIGNMENT`-aligned, valid until `recycle`."""
         size = max(-(-nbytes // ALIGNMENT) * ALIGNMENT, ALIGNMENT)
         with self._lock:
-            while self._current < len(self._chunks) and self._offset + size > len(self._chunks[self._current]):
+            while self._current < len(self._chunks) and self._offset + size > self._sizes[self._current]:
                 self._current += 1
                 self._offset = 0
             if self._current == len(self._chunks):
-                grown = min(2 * len(self._chunks[-1]), MAX_CHUNK) if self._chunks else self._first
+                grown = min(2 * self._sizes[-1], MAX_CHUNK) if self._chunks else self._first
                 chunk = self._new_chunk(max(size, grown))
                 self._chunks.append(chunk)
                 self._bases.append(self._address(chunk))
+                self._sizes.append(len(chunk))
                 self._offset = 0
             start = self._offset
             self._offset += size
@@ -58,8 +60,8 @@ class ScratchArena:
     def view(self, address: int, nbytes: int):
         """The buffer of `nbytes` bytes at `address` (from `take`) as a view of its chunk: exactly
         `nbytes`, as a launch's CTAs are its bytes // slot size and padding could hold one more."""
-        for base, chunk in zip(self._bases, self._chunks):
-            if base <= address < base + len(chunk):
+        for base, chunk, size in zip(self._bases, self._chunks, self._sizes):
+            if base <= address < base + size:
                 return chunk[address - base:address - base + nbytes]
         raise ValueError(f"address {address:#x} is in none of the arena's chunks")
 
@@ -79,9 +81,10 @@ class ScratchArena:
         with self._lock:
             self._chunks.clear()
             self._bases.clear()
+            self._sizes.clear()
             self._current = self._offset = self.handed_out = 0
 
     @property
     def reserved(self) -> int:
         """Bytes the chunks hold."""
-        return sum(len(c) for c in self._chunks)
+        return sum(self._sizes)
