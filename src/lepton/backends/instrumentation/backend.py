@@ -32,9 +32,10 @@ from .layout import BUF_SIZE_BYTE, HEADER_BYTES
 from .sums import ArrayOps, BatchSums, HostReason, TorchOps, batch_sums, warm_up
 
 # Working memory of one piece of a batch's sums (`ops.row_bytes` a CTA): on the GPU the sums'
-# kernels read the slots in place and write ~40 bytes a CTA, so a piece is ~400 launches of a
-# 4096-block kernel; the numpy sums (the tests') widen what they read to int64.
-SUMS_BYTES = 64 << 20
+# kernels read the slots in place and write ~40 bytes a CTA, so a piece is ~1,600 launches of a
+# 4096-block kernel and a full queue of them two pieces (a piece has a fixed cost of ~1.5 ms on
+# the host: docs/design.md); the numpy sums (the tests') widen what they read to int64.
+SUMS_BYTES = 256 << 20
 # Launches queued after which the launch hook decodes the queue, whatever their buffers' size:
 # with only the byte bound, kernels sized to their records (0.5-1.5 MB a launch of 4096 blocks)
 # queued thousands of launches and the arena grew to gigabytes before the first decode; a decode in
@@ -218,7 +219,7 @@ class InstrumentationBackend(Backend):
         with self._queue_lock:
             launches, self._queue = self._queue, []
         if launches:
-            devices = {launch.device for launch in launches if self._arenas[launch.device].on_torch}
+            devices = [d for d in {launch.device for launch in launches} if self._arenas[d].on_torch]
             if devices:  # (numpy arenas: the tests', written already)
                 import torch
 
@@ -239,9 +240,8 @@ class InstrumentationBackend(Backend):
         working memory."""
         arena = self._arenas[device]
         ops: ArrayOps = TorchOps(device) if arena.on_torch else ArrayOps()
-        row_bytes = ops.row_bytes([arena.view(launch.address, launch.nbytes) for launch in batch]
-                                  if not arena.on_torch else [], kernel.scratch_size, kernel.num_units,
-                                  len(kernel.scope_names))
+        views = [] if arena.on_torch else [arena.view(launch.address, launch.nbytes) for launch in batch]
+        row_bytes = ops.row_bytes(views, kernel.scratch_size, kernel.num_units, len(kernel.scope_names))
         per_piece = max(1, SUMS_BYTES // row_bytes)
         piece: list[_Launch] = []
         rows = 0
