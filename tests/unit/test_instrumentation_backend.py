@@ -232,3 +232,11 @@ def test_where_the_device_sums_raise_the_batches_are_decoded_on_the_host_with_on
     err = capsys.readouterr().err.splitlines()
     assert err == [("lepton: warning: summing scopes on the device failed (RuntimeError: PTX too new for this "
                     "driver); launches are decoded on the host instead, which is slower")]
+
+
+def test_where_the_process_sees_one_device_a_launch_scratch_is_cut_from_its_arena_without_asking_torch():
+    backend = InstrumentationBackend()
+    backend._only_device = 3  # what start() sets where torch sees one device
+    arena = backend._arenas[3] = ScratchArena(lambda n: np.zeros(n, np.uint8))
+    device, address = backend.scratch(300)
+    assert device == 3 and len(backend.view(3, address, 300)) == 300 and arena.handed_out == 384
