@@ -56,7 +56,7 @@ def placed(backend, raw: np.ndarray, device: int, kernel, kernel_pid: int, call_
 
     if device not in backend._arenas:
         backend._arenas[device] = ScratchArena(lambda n: np.zeros(n, np.uint8))
-    _, address = backend._take(device, len(raw))
+    _, address, _ = backend._take(device, len(raw))
     backend.view(device, address, len(raw))[:] = raw
     return _Launch(address, len(raw), device, kernel, kernel_pid, call_path, launch_ns)
 
@@ -73,4 +73,4 @@ def deliver(backend, kernel, launches: list) -> None:
 def enqueue(backend, raw: np.ndarray, kernel, kernel_pid: int, call_path: tuple[str, ...]) -> None:
     """Queues a launch of `kernel` on device 0 whose scratch is a copy of `raw`, as the hook does."""
     launch = placed(backend, raw, 0, kernel, kernel_pid, call_path)
-    backend.queue(launch.device, launch.address, launch.nbytes, kernel, kernel_pid, call_path)
+    backend.queue((launch.device, launch.address, launch.nbytes), kernel, kernel_pid, call_path)

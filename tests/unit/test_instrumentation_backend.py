@@ -238,5 +238,5 @@ def test_where_the_process_sees_one_device_a_launch_scratch_is_cut_from_its_aren
     backend = InstrumentationBackend()
     backend._only_device = 3  # what start() sets where torch sees one device
     arena = backend._arenas[3] = ScratchArena(lambda n: np.zeros(n, np.uint8))
-    device, address = backend.scratch(300)
-    assert device == 3 and len(backend.view(3, address, 300)) == 300 and arena.handed_out == 384
+    device, address, nbytes = backend.scratch(300)
+    assert (device, nbytes) == (3, 300) and len(backend.view(3, address, 300)) == 300 and arena.handed_out == 384

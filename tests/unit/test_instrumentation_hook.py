@@ -90,6 +90,25 @@ def test_without_the_hook_the_kernel_node_is_the_compiled_kernel(triton):
     check_scopes(root["children"][0])
 
 
+def test_launches_of_one_kernel_under_scopes_in_turn_each_land_under_their_own_scope(triton):
+    """The hook remembers where a kernel's node is under each call path: a launch under `b`
+    between two under `a` must not take `a`'s node, nor a later session's launch another's."""
+    for _ in range(2):  # the second session finds the nodes the first made
+        proton.start("t", backend="instrumentation")
+        for name in ("a", "b", "a"):
+            with proton.scope(name):
+                run(triton, [slot([TREE_WARP], seg_entries=8)])
+        run(triton, [slot([TREE_WARP], seg_entries=8)])
+        proton.finalize()
+        root = read_tree()
+        assert sorted(children(root)) == ["a", "add_kernel", "b"]
+        def kernel_cycles(node):  # of the `kernel` scope: 110 a launch
+            return children(children(node)["add_kernel"])["kernel"]["metrics"]["cycles"]
+
+        assert [kernel_cycles(node) for node in (children(root)["a"], children(root)["b"], root)] == [220, 110, 110]
+        check_scopes(children(children(root)["b"])["add_kernel"])
+
+
 def test_with_a_cupti_session_beside_it_the_device_sums_are_in_no_profile(triton, fake_cupti, monkeypatch):
     """Proton's test_multi_session: the decode's sums run torch kernels on the GPU (here a scripted
     CUPTI launch in `ArrayOps.words`); the CUPTI profile's first child is still the user's kernel."""

@@ -158,23 +158,23 @@ class InstrumentationBackend(Backend):
         with self.sink.internal() if self.sink is not None else contextlib.nullcontext():
             self._summing(lambda: warm_up(TorchOps(device), lambda array: torch.from_numpy(array).to(f"cuda:{device}")))
 
-    def scratch(self, nbytes: int) -> tuple[int, int]:
-        """`(device, address)` of a scratch buffer for the next launch on the current device
-        (Triton's profile allocator calls this on the launching thread); it stays the launch's
-        until the queue is decoded."""
+    def scratch(self, nbytes: int) -> tuple[int, int, int]:
+        """`(device, address, nbytes)` of a scratch buffer for the next launch on the current
+        device (Triton's profile allocator calls this on the launching thread); it stays the
+        launch's until the queue is decoded."""
         if self._only_device is not None:  # torch's current_device costs ~0.6 us a launch
             return self._take(self._only_device, nbytes)
         import torch
 
         return self._take(torch.cuda.current_device(), nbytes)
 
-    def _take(self, device: int, nbytes: int) -> tuple[int, int]:
+    def _take(self, device: int, nbytes: int) -> tuple[int, int, int]:
         arena = self._arenas.get(device)
         if arena is None:
             arena = self._arenas.setdefault(device, ScratchArena(functools.partial(self._new_chunk, device)))
         if len(self._queue) >= QUEUE_LAUNCHES or arena.handed_out + nbytes > self._bound:
             self._decode_queue()
-        return device, arena.take(nbytes)
+        return device, arena.take(nbytes), nbytes
 
     @staticmethod
     def _new_chunk(device: int, nbytes: int):
@@ -186,10 +186,11 @@ class InstrumentationBackend(Backend):
         """The scratch buffer `scratch` gave, as an array the host can read (a torch view)."""
         return self._arenas[device].view(address, nbytes)
 
-    def queue(self, device: int, address: int, nbytes: int, kernel: InstrumentedKernel, kernel_pid: int,
+    def queue(self, scratch: tuple[int, int, int], kernel: InstrumentedKernel, kernel_pid: int,
               call_path: tuple[str, ...]) -> None:
         """One launch of an instrumented kernel (called by the launch hook, on the launching
         thread), with the buffer `scratch` gave it."""
+        device, address, nbytes = scratch
         launch = _Launch(address, nbytes, device, kernel, kernel_pid, call_path, time.time_ns())
         with self._queue_lock:
             self._queue.append(launch)

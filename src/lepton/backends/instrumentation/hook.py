@@ -57,6 +57,9 @@ class InstrumentationHook(Hook):
         # (that, kernel) of its launch in progress, for `exit` to copy to `host_buffer`
         self._local = threading.local()
         self._saved: dict[str, object] = {}
+        # (call path, kernel) -> (the kernel's op node there, its names from ROOT): the path table
+        # only grows, and finding the node took ~1 us a launch
+        self._placed: dict[tuple[int, InstrumentedKernel], tuple[int, tuple[str, ...]]] = {}
         self._exit_installed = False
 
     # -- activate / deactivate ------------------------------------------------------------------------
@@ -136,9 +139,8 @@ class InstrumentationHook(Hook):
 
             self._local.scratch = None
             return torch.empty((max(size, 1),), dtype=torch.uint8, device="cuda")
-        device, address = backend.scratch(size)
-        self._local.scratch = device, address, size
-        return address
+        scratch = self._local.scratch = backend.scratch(size)
+        return scratch[1]
 
     def init_handle(self, module, function, name: str, metadata_group: dict, hash: str) -> None:
         """A compiled kernel was loaded: if it is instrumented, its scopes and scratch layout."""
@@ -174,8 +176,15 @@ class InstrumentationHook(Hook):
         backend = REGISTRY.backends.get("instrumentation")
         if scratch is None or kernel is None or backend is None or not hp.active:
             return
-        kernel_pid = op if op >= 0 else hp.paths.op(hp.current(), kernel.name)
-        backend.queue(*scratch, kernel, kernel_pid, hp.paths.call_stack(kernel_pid))
+        if op >= 0:
+            backend.queue(scratch, kernel, op, hp.paths.call_stack(op))
+            return
+        key = (hp.current(), kernel)
+        placed = self._placed.get(key)
+        if placed is None:
+            kernel_pid = hp.paths.op(key[0], kernel.name)
+            placed = self._placed[key] = (kernel_pid, hp.paths.call_stack(kernel_pid))
+        backend.queue(scratch, kernel, *placed)
 
     def exit(self, metadata) -> None:
         """After a launch, installed only with `enable_host_buffer`: waits for the kernel and puts
