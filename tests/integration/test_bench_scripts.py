@@ -78,6 +78,29 @@ def test_paired_bench_gives_each_rounds_ratio_to_the_bare_chunk_of_that_round(mo
     assert paired.summary("Traceback ...\n") is None
 
 
+ROUNDS = """lepton: warning: something
+ROUND 2000 0.05000 0.09000 0.0100
+ROUND 2000 0.04000 0.09000 0.0110
+ROUND 2000 0.06000 0.09000 0.0090
+ROUND 20000 0.05000 0.11000 0.0100
+"""
+
+
+def test_the_paired_instrumentation_bench_takes_each_rounds_ratio_to_its_own_bare_steps(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    import instrumentation_paired  # bench/instrumentation_paired.py
+
+    results = instrumentation_paired.summary(ROUNDS)
+    first = results[2000]
+    assert (first["bare"], first["amortized"], first["finalize"], first["rounds"]) == (0.05, 0.09, 0.01, 3)
+    # ratios 1.8, 2.25, 1.5 round by round: their median, not 0.09 / 0.05
+    assert (round(first["ratio"], 6), first["low"], round(first["high"], 6)) == (1.8, 1.5, 2.25)
+    assert instrumentation_paired.goal("one_scope", results) == "misses ≤ 2x: 2.20x at 20,000 steps"
+    assert instrumentation_paired.goal("in_loop", results) == "met"
+    assert instrumentation_paired.goal("one_scope", {200: first}).startswith("not measured")
+    assert instrumentation_paired.summary("Traceback ...\n") == {}
+
+
 CHILD = '''import sys
 shape = sys.argv[sys.argv.index("--child") + 1]
 if shape == "gone":
