@@ -116,6 +116,11 @@ class _Launch(NamedTuple):  # a named tuple: one is made per launch, on the laun
     launch_ns: int
 
 
+def _views(arena: ScratchArena, batch: list[_Launch]) -> list:
+    """Each launch's scratch as a view the host reads (torch's cost ~3 us each: only where read)."""
+    return [arena.view(launch.address, launch.nbytes) for launch in batch]
+
+
 def summed_launches(kernel: InstrumentedKernel, batch: list[_Launch], sums: BatchSums) -> SummedLaunches:
     """A batch's device sums with what places each of its launches in a profile, as columns: the
     sessions merge launches of one path and grid over arrays instead of an object a launch."""
@@ -245,8 +250,8 @@ class InstrumentationBackend(Backend):
         working memory."""
         arena = self._arenas[device]
         ops: ArrayOps = TorchOps(device) if arena.on_torch else ArrayOps()
-        views = [] if arena.on_torch else [arena.view(launch.address, launch.nbytes) for launch in batch]
-        row_bytes = ops.row_bytes(views, kernel.scratch_size, kernel.num_units, len(kernel.scope_names))
+        row_bytes = ops.row_bytes([] if arena.on_torch else _views(arena, batch), kernel.scratch_size,
+                                  kernel.num_units, len(kernel.scope_names))
         per_piece = max(1, SUMS_BYTES // row_bytes)
         piece: list[_Launch] = []
         rows = 0
@@ -266,8 +271,7 @@ class InstrumentationBackend(Backend):
         sums: BatchSums | HostReason = HostReason.TRACE
         if self.sink is None or not self.sink.wants_intervals():
             # the GPU's kernels read the buffers at their addresses; numpy (the tests') reads views
-            readable = [launch.address for launch in batch] if arena.on_torch else \
-                [arena.view(launch.address, launch.nbytes) for launch in batch]
+            readable = [launch.address for launch in batch] if arena.on_torch else _views(arena, batch)
             sums = self._summing(lambda: batch_sums(ops, readable, ctas, kernel.scratch_size, kernel.num_units,
                                                     sorted(kernel.scope_names)))
         self._count(kernel, len(batch), sums if isinstance(sums, HostReason) else None)
@@ -276,8 +280,7 @@ class InstrumentationBackend(Backend):
                 self.sink.ingest_summed(summed_launches(kernel, batch, sums))
             return
         # every interval, for a trace or to say what was wrong with a buffer
-        buffers = [arena.view(launch.address, launch.nbytes) for launch in batch]
-        raw, slot, ctas = host_copy(ops, buffers, kernel.scratch_size, kernel.num_units)
+        raw, slot, ctas = host_copy(ops, _views(arena, batch), kernel.scratch_size, kernel.num_units)
         decoded = decode_launch(raw, slot, kernel.num_units)
         for message in decoded.warnings:
             self.warn(f"{kernel.name}: {message}")
