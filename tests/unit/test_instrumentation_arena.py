@@ -5,14 +5,14 @@ import pytest
 from lepton.backends.instrumentation.arena import ALIGNMENT, ScratchArena
 
 
-def arena(first=1024):
+def arena(first=1024, most=1 << 20):
     made = []
 
     def new_chunk(size):
         made.append(np.zeros(size, np.uint8))
         return made[-1]
 
-    return ScratchArena(new_chunk, first_chunk=first), made
+    return ScratchArena(new_chunk, first_chunk=first, max_chunk=most), made
 
 
 def test_buffers_are_aligned_disjoint_addresses_in_few_chunks_and_their_views_are_exactly_their_bytes():
@@ -55,3 +55,13 @@ def test_a_buffer_larger_than_a_chunk_gets_a_chunk_of_its_own():
     assert len(a.view(big, 5000)) == 5000 and len(made) == 1 and len(made[0]) == 5120
     a.release()
     assert a.reserved == 0
+
+
+def test_chunks_stop_doubling_at_the_largest_so_a_queue_holds_little_more_than_its_buffers():
+    a, made = arena(first=1024, most=4096)
+    for _ in range(36):
+        a.take(512)
+    assert [len(c) for c in made] == [1024, 2048, 4096, 4096, 4096, 4096]
+    assert a.handed_out == 36 * 512 and a.reserved == 19456  # doubling on: 1 + 2 + 4 + 8 + 16 KiB
+    big = a.take(10000)  # larger than the largest chunk: one of its own
+    assert len(made) == 7 and len(made[-1]) == 10112 and len(a.view(big, 10000)) == 10000

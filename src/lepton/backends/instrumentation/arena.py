@@ -16,20 +16,24 @@ import threading
 
 ALIGNMENT = 128  # bytes; what Triton's launcher asks the profile allocator for
 FIRST_CHUNK = 64 << 20
-MAX_CHUNK = 1 << 30
+# Chunks double up to this: a queue fills its last chunk only in part, and chunks doubling to
+# 1 GiB held ~2 GiB for 1 GiB of queued buffers (docs/design.md, "The arena's size").
+MAX_CHUNK = 256 << 20
 
 
 class ScratchArena:
-    """Chunks of one device's memory (torch uint8 tensors), filled in order, reused after `recycle`.
-    `new_chunk(nbytes)` makes a chunk (tests pass a numpy one)."""
+    """Chunks of one device's memory (torch uint8 tensors), filled in order, reused after `recycle`;
+    each twice the last, from `first_chunk` up to `max_chunk`, or a buffer's size where that is
+    larger. `new_chunk(nbytes)` makes a chunk (tests pass a numpy one)."""
 
     @staticmethod
     def _address(chunk) -> int:
         return chunk.data_ptr() if hasattr(chunk, "data_ptr") else chunk.ctypes.data
 
-    def __init__(self, new_chunk, first_chunk: int = FIRST_CHUNK) -> None:
+    def __init__(self, new_chunk, first_chunk: int = FIRST_CHUNK, max_chunk: int = MAX_CHUNK) -> None:
         self._new_chunk = new_chunk
         self._first = first_chunk
+        self._max = max(max_chunk, first_chunk)
         self._chunks: list = []
         self._bases: list[int] = []  # each chunk's address
         self._sizes: list[int] = []  # and bytes (`len` of a torch tensor costs ~1 us a launch)
@@ -46,7 +50,7 @@ class ScratchArena:
                 self._current += 1
                 self._offset = 0
             if self._current == len(self._chunks):
-                grown = min(2 * self._sizes[-1], MAX_CHUNK) if self._chunks else self._first
+                grown = min(2 * self._sizes[-1], self._max) if self._chunks else self._first
                 chunk = self._new_chunk(max(size, grown))
                 self._chunks.append(chunk)
                 self._bases.append(self._address(chunk))

@@ -131,6 +131,15 @@ def _cta_sums(bases, bounds, slot_words, num_units, scope_ids, num_scopes,
     tl.store(flags + out, flag.to(tl.int32), mask=here)
 
 
+@triton.jit
+def _spans(span_cycles, span_ns, at, valid):
+    """CTAs' cycle and globaltimer spans at `at`, and which CTAs have both (the others take the
+    launch's pooled rate)."""
+    sc = tl.load(span_cycles + at, mask=valid, other=0)
+    sn = tl.load(span_ns + at, mask=valid, other=0)
+    return sc, sn, (sc > 0) & (sn > 0)
+
+
 @triton.jit(do_not_specialize=["num_scopes"],
             do_not_specialize_on_alignment=["bounds", "durations", "ends", "span_cycles", "span_ns", "flags",
                                             "cycles", "ns", "intervals", "launch_flags"])
@@ -147,9 +156,7 @@ def _launch_sums(bounds, durations, ends, span_cycles, span_ns, flags, num_scope
     for chunk in range(begin, end, BLOCK):
         at = chunk + tl.arange(0, BLOCK)
         valid = at < end
-        sc = tl.load(span_cycles + at, mask=valid, other=0)
-        sn = tl.load(span_ns + at, mask=valid, other=0)
-        usable = (sc > 0) & (sn > 0)
+        sc, sn, usable = _spans(span_cycles, span_ns, at, valid)
         pooled_ns += tl.sum(tl.where(usable, sn, 0), 0).to(tl.float64)
         pooled_cycles += tl.sum(tl.where(usable, sc, 0), 0).to(tl.float64)
         flag |= tl.reduce(tl.load(flags + at, mask=valid, other=0), 0, _either)
@@ -161,9 +168,7 @@ def _launch_sums(bounds, durations, ends, span_cycles, span_ns, flags, num_scope
         for chunk in range(begin, end, BLOCK):
             at = chunk + tl.arange(0, BLOCK)
             valid = at < end
-            sc = tl.load(span_cycles + at, mask=valid, other=0)
-            sn = tl.load(span_ns + at, mask=valid, other=0)
-            usable = (sc > 0) & (sn > 0)
+            sc, sn, usable = _spans(span_cycles, span_ns, at, valid)
             rate = tl.where(usable, sn.to(tl.float64) / tl.where(usable, sc, 1).to(tl.float64), pooled)
             d = tl.load(durations + at * num_scopes + s, mask=valid, other=0)
             total += tl.sum(d, 0)
