@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from profile_tree import find
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 LAUNCHES = 5
@@ -42,16 +43,6 @@ assert torch.equal(out, x + y)
 if sys.argv[1:] == ["raise"]:
     raise RuntimeError("after the kernels")
 """
-
-
-def find(node: dict, name: str) -> dict | None:
-    if node["frame"]["name"] == name:
-        return node
-    for child in node["children"]:
-        hit = find(child, name)
-        if hit is not None:
-            return hit
-    return None
 
 
 @pytest.mark.gpu

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from profile_tree import find
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 GOOD = 7
@@ -54,16 +55,6 @@ print("not reached")
 """
 LINE = re.compile(r"lepton: the GPU reported CUDA_ERROR_ILLEGAL_ADDRESS \(an illegal memory access was "
                   r"encountered\) after (\d+) kernels; the profile keeps the kernels that completed")
-
-
-def find(node: dict, name: str) -> dict | None:
-    if node["frame"]["name"] == name:
-        return node
-    for child in node["children"]:
-        hit = find(child, name)
-        if hit is not None:
-            return hit
-    return None
 
 
 @pytest.mark.gpu

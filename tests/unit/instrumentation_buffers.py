@@ -1,11 +1,14 @@
 """Builds profile scratch buffers as Triton's proton passes write them (circular layout)."""
 from __future__ import annotations
 
+import json
 import struct
+from pathlib import Path
 
 import numpy as np
 
 S, E = True, False  # START / END
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "instrumentation"  # buffers from the H100
 
 
 def entry(is_start: bool, scope: int, cycle: int) -> bytes:
@@ -74,3 +77,14 @@ def enqueue(backend, raw: np.ndarray, kernel, kernel_pid: int, call_path: tuple[
     """Queues a launch of `kernel` on device 0 whose scratch is a copy of `raw`, as the hook does."""
     launch = placed(backend, raw, 0, kernel, kernel_pid, call_path)
     backend.queue((launch.device, launch.address, launch.nbytes), kernel, kernel_pid, call_path)
+
+
+def recorded_batch(name: str) -> tuple[list[np.ndarray], int, int, list[int]]:
+    """`(buffers, scratch size, warps, scope ids)`: a recorded launch's buffer (`RECORDED`), a copy
+    whose pre-final time is 7,000 ns later (a slower launch), and the buffer again."""
+    meta = json.loads((RECORDED / f"{name}.json").read_text())
+    raw = np.fromfile(RECORDED / f"{name}.bin", np.uint8)
+    later = raw.copy().reshape(meta["grid"], -1)
+    later[:, 24:32].view(np.uint64)[:, 0] += 7_000
+    ids = sorted(int(i) for i, _ in meta["scope_id_names"])
+    return [raw, later.reshape(-1), raw], meta["profile_scratch_size"], meta["num_warps"], ids

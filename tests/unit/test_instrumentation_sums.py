@@ -1,17 +1,13 @@
 """Per-scope sums taken where the buffers are (`batch_sums`, here on numpy), against the host
 decoder and `model.cycles.scope_sums`, the reference; and what makes a batch go to the host."""
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from instrumentation_buffers import E, S, launch, slot
+from instrumentation_buffers import E, S, launch, recorded_batch, slot
 
 from lepton.backends.instrumentation.decode import decode_launch
 from lepton.backends.instrumentation.sums import ArrayOps, BatchSums, HostReason, batch_sums, warm_up
 from lepton.model.cycles import scope_sums
-
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
 
 
 def reference(raw, scratch, units):
@@ -35,12 +31,7 @@ def check_against_reference(buffers, scratch, units, scope_ids):
 
 @pytest.mark.parametrize("name", ["load_store", "nested"])
 def test_the_real_buffers_sum_as_the_host_decoder_does(name):
-    meta = json.loads((DATA / f"{name}.json").read_text())
-    raw = np.fromfile(DATA / f"{name}.bin", np.uint8)
-    later = raw.copy().reshape(meta["grid"], -1)
-    later[:, 24:32].view(np.uint64)[:, 0] += 7_000  # a slower launch: its pre-final time later
-    ids = sorted(int(i) for i, _ in meta["scope_id_names"])
-    check_against_reference([raw, later.reshape(-1), raw], meta["profile_scratch_size"], meta["num_warps"], ids)
+    check_against_reference(*recorded_batch(name))
 
 
 def test_interleaved_and_repeated_scopes_a_clock_wrap_and_a_ctas_zero_span():

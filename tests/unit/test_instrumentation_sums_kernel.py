@@ -2,14 +2,12 @@
 (`ArrayOps`), on the same buffers: real ones, a clock wrap, warps longer than one of the kernel's
 blocks, random nestings, and each reason a batch goes to the host. Without a GPU the kernel runs in
 Triton's interpreter; without torch and Triton the tests skip."""
-import json
 import os
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
-from instrumentation_buffers import E, S, launch, slot
+from instrumentation_buffers import E, S, launch, recorded_batch, slot
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
@@ -27,7 +25,6 @@ from lepton.backends.instrumentation.sums import (
 )
 from lepton.backends.instrumentation.sums_kernel import BLOCK
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "instrumentation"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -58,12 +55,7 @@ def assert_same(buffers, scratch, units, scope_ids):
 
 @pytest.mark.parametrize("name", ["load_store", "nested"])
 def test_the_real_buffers_sum_as_numpy_does(name):
-    meta = json.loads((DATA / f"{name}.json").read_text())
-    raw = np.fromfile(DATA / f"{name}.bin", np.uint8)
-    later = raw.copy().reshape(meta["grid"], -1)
-    later[:, 24:32].view(np.uint64)[:, 0] += 7_000  # a slower launch: its pre-final time later
-    ids = sorted(int(i) for i, _ in meta["scope_id_names"])
-    assert_same([raw, later.reshape(-1), raw], meta["profile_scratch_size"], meta["num_warps"], ids)
+    assert_same(*recorded_batch(name))
 
 
 def test_a_clock_wrap_an_empty_warp_and_a_ctas_zero_span():
